@@ -842,6 +842,66 @@ def ring_attention_comm_time(kv_bytes, cp, bandwidth_bytes_per_s, latency_s):
     return 3 * (cp - 1) * p2p_time(kv_bytes, bandwidth_bytes_per_s, latency_s)
 
 
+@formula(reference=HOCKNEY + "; Mamba-2 context parallelism: NVIDIA/Megatron-LM@d98e8a6 "
+         "megatron/core/ssm/mamba_context_parallel.py (pre_conv_ssm: all-to-alls of z, x, B, "
+         "C and dt from sequence to head shards; post_conv_ssm: of the scan's output back)",
+         domain={"tokens": ">0", "in_width": ">0", "inner": ">0", "cp": ">=1",
+                 "bytes_per_element": ">0", "recomputed": "[0,1]", "bandwidth_bytes_per_s": ">0",
+                 "latency_s": ">=0"},
+         symbols={"tokens": "t", "in_width": "w_{in}", "inner": "d", "cp": "c",
+                  "bytes_per_element": "e", "recomputed": "r", "bandwidth_bytes_per_s": "B",
+                  "latency_s": r"\alpha"},
+         result_latex="T_{CP,M}")
+def mamba_context_parallel_time(tokens, in_width, inner, cp, bytes_per_element, recomputed,
+                                bandwidth_bytes_per_s, latency_s):
+    """All-to-all time of one Mamba-2 layer under context parallelism, one micro-batch.
+
+    The scan runs over whole sequences: each CP rank trades its sequence chunk of the input
+    projection's outputs (z, x, B, C, dt: w_in a token on this TP rank) for all the
+    sequence's tokens of its share of the heads, and the scan's output (d a token) back;
+    the forward, the backward (the gradients' all-to-alls) and a recomputed forward each
+    run both, not hidden behind compute (the scan waits for them).
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens of the rank's sequence chunk, t [1].
+    in_width : numeric
+        Input-projection output width on this TP rank, w_in [1].
+    inner : numeric
+        Scan output width on this TP rank, d [1].
+    cp : numeric
+        Context-parallel ranks c [1].
+    bytes_per_element : numeric
+        Bytes per activation element e [B].
+    recomputed : numeric
+        1 when the forward runs again in backward (full recompute), else 0, r [1].
+    bandwidth_bytes_per_s : numeric
+        Achievable per-rank bandwidth of the CP group, B [B/s].
+    latency_s : numeric
+        Per-message latency, alpha [s].
+
+    Returns
+    -------
+    numeric
+        Time per layer and micro-batch; 0 for one CP rank [s].
+
+    Examples
+    --------
+    Nemotron-H 56B at TP 2, CP 2: 8,192 tokens a rank, forward and backward:
+
+    >>> round(mamba_context_parallel_time(8192, 18560, 8192, 2, 2, 0, 400e9, 5e-6) * 1e3, 3)
+    1.116
+
+    .. math:: T_{CP,M} = (2 + r) \\left(2 (c - 1)\\alpha
+        + \\frac{c - 1}{c}\\frac{e\\,t\\,(w_{in} + d)}{B}\\right)
+    """
+    return (2 + recomputed) * (alltoall_time(bytes_per_element * tokens * in_width, cp,
+                                             bandwidth_bytes_per_s, latency_s)
+                               + alltoall_time(bytes_per_element * tokens * inner, cp,
+                                               bandwidth_bytes_per_s, latency_s))
+
+
 @formula(reference="K and V of a_kv heads: Ainslie et al. 2023 (GQA), arXiv:2305.13245; "
          "chunks exchanged by ring attention: Liu et al. 2023, arXiv:2310.01889 s3",
          domain={"tokens": ">0", "hidden": ">0", "heads": ">=1", "kv_heads": ">=1",

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner
-from formulas import compute
+from formulas import communication, compute
 from hardware_catalog.errors import CatalogError
 from hardware_catalog.hf_config import model_data
 
@@ -207,3 +207,20 @@ def test_mamba_fields_without_mamba_layers_are_refused_on_the_command_line(tmp_p
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "mamba_heads" in lines[0] and "mamba_layers" in lines[0]
     assert "Traceback" not in done.stderr
+
+
+def test_context_parallel_mamba_layers_pay_their_all_to_alls():
+    # Megatron-Core's Mamba CP: all-to-alls around the scan in the forward and backward,
+    # not hidden; the 10 attention layers' ring exchange hides behind their attention
+    kw = dict(hardware="gb200", gpus=256, tp=2, pp=1, micro_batch=1, global_batch=768,
+              precision="fp8-cs", recompute="selective", return_inputs=True)
+    one, _ = _run("nemotron-h-56b", cp=1, **kw)
+    two, x = _run("nemotron-h-56b", cp=2, **kw)
+    assert one["cp_comm_s"] == 0
+    # 54 Mamba layers x 12 micro-batches x both all-to-alls of 4,096 tokens a rank, at the
+    # NVLink bandwidth the CP pair gets (two GPUs of one NVL72 domain)
+    bandwidth = x["scale_up_bandwidth_bytes_per_s"] * x["scale_up_bus_efficiency"]
+    per_layer = communication.mamba_context_parallel_time(
+        4096, compute.mamba2_in_proj_width(256, 64, 256, 8) / 2, 256 * 64 / 2, 2, 2, 0,
+        bandwidth, x["intra_latency_s"])
+    assert two["cp_comm_s"] == pytest.approx(54 * 12 * per_layer, rel=0.02)

@@ -185,636 +185,643 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x125 = hidden * tokens_mb
     x126 = x45 * x67
     del x45
-    x127 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x128 = bytes_per_element * x127
-    x129 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x126)
-    x130 = tokens_mb * x67
-    x131 = peak_flops_per_s ** (-1.0)
-    x132 = x131 / gemm_max_efficiency
-    x133 = x130 * x132
-    x134 = x35 * x67
-    x135 = hidden ** (-1.0)
-    x136 = -x134 + x135 * x39 * x67
+    x127 = tokens_mb * x126
+    x128 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x129 = bytes_per_element * x128
+    x130 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x126)
+    x131 = tokens_mb * x67
+    x132 = peak_flops_per_s ** (-1.0)
+    x133 = x132 / gemm_max_efficiency
+    x134 = x131 * x133
+    x135 = x35 * x67
+    x136 = hidden ** (-1.0)
+    x137 = -x135 + x136 * x39 * x67
     del x39
-    x137 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x136)
-    x138 = 2 * x132
-    x139 = x125 * x138
-    x140 = x28 * x67
+    x138 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x137)
+    x139 = 2 * x133
+    x140 = x125 * x139
+    x141 = x28 * x67
     del x28
-    x141 = x135 * x140
-    x142 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x141)
-    t_qkv = x40 * numpy.maximum(x136 * x139 * (gemm_half_efficiency_dim + x137) / x137, x128 * (hidden * x136 + tokens_mb * x136 + x125)) + x47 * numpy.maximum(x100 * x133 * (gemm_half_efficiency_dim + x129) / x129, x128 * (tokens_mb * x126 + x125 + x46 * x67)) + x51 * numpy.maximum(x128 * (tokens_mb * x141 + x125 + x140), tokens_mb * x138 * x140 * (gemm_half_efficiency_dim + x142) / x142)
-    del x100, x129, x136, x137, x140, x142, x46
-    x143 = 4 * linear_head_dim
-    x144 = 0.015625 * x114
+    x142 = x136 * x141
+    x143 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
+    t_qkv = x40 * numpy.maximum(x137 * x140 * (gemm_half_efficiency_dim + x138) / x138, x129 * (hidden * x137 + tokens_mb * x137 + x125)) + x47 * numpy.maximum(x129 * (x125 + x127 + x46 * x67), x100 * x134 * (gemm_half_efficiency_dim + x130) / x130) + x51 * numpy.maximum(x129 * (tokens_mb * x142 + x125 + x141), tokens_mb * x139 * x141 * (gemm_half_efficiency_dim + x143) / x143)
+    del x100, x130, x137, x138, x141, x143, x46
+    x144 = 4 * linear_head_dim
+    x145 = 0.015625 * x114
     del x114
-    x145 = tokens_mb * x128
-    x146 = x145 * x67
-    x147 = numpy.minimum(seq_len, tokens_mb)
-    x148 = gemm_half_efficiency_dim + x147
-    x149 = x130 / attention_peak_flops_per_s
-    x150 = x149 / attention_gemm_max_efficiency
-    x151 = x148 * x150 / (attention_efficiency_factor * x147)
-    x152 = tokens_mb * x127
-    x153 = window_layers * x3
-    x154 = -x153 - x50
+    x146 = tokens_mb * x129
+    x147 = x146 * x67
+    x148 = numpy.minimum(seq_len, tokens_mb)
+    x149 = gemm_half_efficiency_dim + x148
+    x150 = x131 / attention_peak_flops_per_s
+    x151 = x150 / attention_gemm_max_efficiency
+    x152 = x149 * x151 / (attention_efficiency_factor * x148)
+    x153 = tokens_mb * x128
+    x154 = window_layers * x3
+    x155 = -x154 - x50
     del x50
-    x155 = x146 * x86
+    x156 = x147 * x86
     del x86
-    x156 = attention_scores_stored + selective
-    x157 = numpy.maximum(head_dim, v_head_dim)
-    x158 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x157 + 1)) + 1
-    x159 = numpy.maximum(x156, x158)
-    x160 = numpy.minimum(head_dim, tokens_mb)
-    x161 = attention_gemm_max_efficiency * x160 / (gemm_half_efficiency_dim + x160)
-    del x160
-    x162 = 1 - x159
-    x163 = seq_len * x159
-    x164 = numpy.minimum(attention_block_tokens, seq_len)
-    x165 = x164 ** (-1.0)
-    x166 = seq_len * x165 - 1
-    x167 = seq_len - 1
-    x168 = numpy.minimum(x166, numpy.ceil(x165 * x167))
-    x169 = x168 + 1
-    x170 = -seq_len * x165
-    x171 = x164 * x91
-    x172 = 2 / 3 * x164
-    del x164
-    x173 = numpy.minimum(attention_block_tokens_bwd, seq_len)
-    x174 = x173 ** (-1.0)
-    x175 = seq_len * x174 - 1
-    x176 = numpy.minimum(x175, numpy.ceil(x167 * x174))
-    del x167
-    x177 = x176 + 1
-    x178 = -seq_len * x174
-    x179 = x173 * x91
-    x180 = 4 / 3 * x173
-    del x173
-    x181 = x162 * (x172 * (x171 * (1 / 2 * x168 * x169 + x168 * (-x169 - x170)) + 1) + x180 * (x179 * (1 / 2 * x176 * x177 + x176 * (-x177 - x178)) + 1))
-    del x168, x169, x176, x177
-    x182 = x163 + x181
-    x183 = attention_head_dim_granule ** (-1.0)
-    x184 = x157 * (1 - fused_split_head_dims)
-    del x157
-    x185 = attention_efficiency_factor * attention_gemm_max_efficiency * x147 * x25 / (x148 * (attention_head_dim_granule * numpy.ceil(x183 * (fused_split_head_dims * head_dim + x184)) + attention_head_dim_granule * numpy.ceil(x183 * (fused_split_head_dims * v_head_dim + x184))))
-    del x147, x148, x183, x184
-    x186 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x25)
-    x187 = numpy.maximum(1.0, x186)
-    x188 = attention_exp_overlap_exponent ** (-1.0)
-    x189 = numpy.maximum(2.0, x186)
-    x190 = x189 ** (-1.0)
-    x191 = x162 * (1 / 3 * x187 * ((x186 / x187) ** attention_exp_overlap_exponent + x187 ** (-attention_exp_overlap_exponent)) ** x188 + 1 / 3 * x189 * ((2 * x190) ** attention_exp_overlap_exponent + (x186 * x190) ** attention_exp_overlap_exponent) ** x188 - 1)
-    del x186, x187, x188, x189, x190
-    x192 = x149 * x85
-    del x149, x85
-    x193 = fused_window_attention * x162
-    x194 = 1 - x193
-    x195 = seq_len * x194
-    x196 = x90 - 1
+    x157 = attention_scores_stored + selective
+    x158 = numpy.maximum(head_dim, v_head_dim)
+    x159 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x158 + 1)) + 1
+    x160 = numpy.maximum(x157, x159)
+    x161 = numpy.minimum(head_dim, tokens_mb)
+    x162 = attention_gemm_max_efficiency * x161 / (gemm_half_efficiency_dim + x161)
+    del x161
+    x163 = 1 - x160
+    x164 = seq_len * x160
+    x165 = numpy.minimum(attention_block_tokens, seq_len)
+    x166 = x165 ** (-1.0)
+    x167 = seq_len * x166 - 1
+    x168 = seq_len - 1
+    x169 = numpy.minimum(x167, numpy.ceil(x166 * x168))
+    x170 = x169 + 1
+    x171 = -seq_len * x166
+    x172 = x165 * x91
+    x173 = 2 / 3 * x165
+    del x165
+    x174 = numpy.minimum(attention_block_tokens_bwd, seq_len)
+    x175 = x174 ** (-1.0)
+    x176 = seq_len * x175 - 1
+    x177 = numpy.minimum(x176, numpy.ceil(x168 * x175))
+    del x168
+    x178 = x177 + 1
+    x179 = -seq_len * x175
+    x180 = x174 * x91
+    x181 = 4 / 3 * x174
+    del x174
+    x182 = x163 * (x173 * (x172 * (1 / 2 * x169 * x170 + x169 * (-x170 - x171)) + 1) + x181 * (x180 * (1 / 2 * x177 * x178 + x177 * (-x178 - x179)) + 1))
+    del x169, x170, x177, x178
+    x183 = x164 + x182
+    x184 = attention_head_dim_granule ** (-1.0)
+    x185 = x158 * (1 - fused_split_head_dims)
+    del x158
+    x186 = attention_efficiency_factor * attention_gemm_max_efficiency * x148 * x25 / (x149 * (attention_head_dim_granule * numpy.ceil(x184 * (fused_split_head_dims * head_dim + x185)) + attention_head_dim_granule * numpy.ceil(x184 * (fused_split_head_dims * v_head_dim + x185))))
+    del x148, x149, x184, x185
+    x187 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x25)
+    x188 = numpy.maximum(1.0, x187)
+    x189 = attention_exp_overlap_exponent ** (-1.0)
+    x190 = numpy.maximum(2.0, x187)
+    x191 = x190 ** (-1.0)
+    x192 = x163 * (1 / 3 * x188 * ((x187 / x188) ** attention_exp_overlap_exponent + x188 ** (-attention_exp_overlap_exponent)) ** x189 + 1 / 3 * x190 * ((2 * x191) ** attention_exp_overlap_exponent + (x187 * x191) ** attention_exp_overlap_exponent) ** x189 - 1)
+    del x187, x188, x189, x190, x191
+    x193 = x150 * x85
+    del x150, x85
+    x194 = fused_window_attention * x163
+    x195 = 1 - x194
+    x196 = seq_len * x195
+    x197 = x90 - 1
     del x90
-    x197 = numpy.minimum(x166, numpy.ceil(x165 * x196))
-    del x165, x166
-    x198 = x197 + 1
-    x199 = numpy.minimum(x175, numpy.ceil(x174 * x196))
-    del x174, x175, x196
-    x200 = x199 + 1
-    x201 = x193 * (x172 * (x171 * (1 / 2 * x197 * x198 + x197 * (-x170 - x198)) + 1) + x180 * (x179 * (1 / 2 * x199 * x200 + x199 * (-x178 - x200)) + 1))
-    del x170, x171, x172, x178, x179, x180, x197, x198, x199, x200
-    x202 = x195 + x201
-    t_core = numpy.maximum(x153 * x155, x153 * x192 * (2 * x195 + 2 * x201) * (fused_window_attention * x191 + 1) / (x161 * x194 + x185 * x193 * x202 / (attention_fill_keys + x202))) + numpy.maximum(x154 * x155, x154 * x192 * (2 * x163 + 2 * x181) * (x191 + 1) / (x159 * x161 + x162 * x182 * x185 / (attention_fill_keys + x182))) + numpy.maximum(x151 * x47 * x84, x152 * x47 * x67 * (bytes_per_element * (mamba_heads + 6 * x41 + 7 * x42) + 0.0625 * x83)) + numpy.maximum(linear_value_heads * x115 * x151 * x40, linear_value_heads * x146 * x40 * (x143 + x144))
-    del x115, x146, x151, x155, x161, x162, x163, x181, x182, x185, x191, x192, x193, x194, x195, x201, x202, x41, x83, x84
-    x203 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x127 * x203 * x67 * (x153 * numpy.maximum(numpy.maximum(x156, x158), 1 - fused_window_attention) + x154 * x159)
-    del x1, x153, x154, x156, x159
-    x204 = hidden * x67
-    x205 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x134)
-    x206 = x125 * x67
-    x207 = x132 * x206
-    x208 = x42 * x67
-    x209 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x208)
-    x210 = x16 * x67
-    x211 = tokens_mb * x210
-    x212 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x210)
-    t_proj = x40 * numpy.maximum(x207 * x37 * (gemm_half_efficiency_dim + x205) / x205, x128 * (tokens_mb * x134 + x125 + x204 * x35)) + x47 * numpy.maximum(x207 * x43 * (gemm_half_efficiency_dim + x209) / x209, x128 * (tokens_mb * x208 + x125 + x204 * x42)) + x51 * numpy.maximum(x128 * (x125 + x16 * x204 + x211), x139 * x210 * (gemm_half_efficiency_dim + x212) / x212)
-    del x134, x16, x205, x207, x209, x212, x37, x40, x43
-    x213 = ffn * x67
-    x214 = tokens_mb * x213
-    x215 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x213)
-    t_mlp = mlp_matrices * numpy.maximum(x128 * (hidden * x213 + x125 + x214), x139 * x213 * (gemm_half_efficiency_dim + x215) / x215)
-    del x215
-    x216 = experts * tokens_mb
-    x217 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x218 = moe_ffn * x67
-    x219 = tokens_mb * x218
-    x220 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x218)
-    x221 = 1 - token_drop
-    x222 = numpy.sqrt(2)
-    x223 = tokens_mb ** (-1.0)
-    x224 = sequence_parallel * x67
-    x225 = 1 - sequence_parallel
-    x226 = etp * x224 + x225
-    x227 = x223 / (experts_per_token * x226)
-    x228 = experts_per_token * x226
-    del x226
-    routed_copies = tokens_mb * x228
-    x229 = routed_copies * x62
-    x230 = x128 * (x125 * x228 + x229 + x63 * x8)
+    x198 = numpy.minimum(x167, numpy.ceil(x166 * x197))
+    del x166, x167
+    x199 = x198 + 1
+    x200 = numpy.minimum(x176, numpy.ceil(x175 * x197))
+    del x175, x176, x197
+    x201 = x200 + 1
+    x202 = x194 * (x173 * (x172 * (1 / 2 * x198 * x199 + x198 * (-x171 - x199)) + 1) + x181 * (x180 * (1 / 2 * x200 * x201 + x200 * (-x179 - x201)) + 1))
+    del x171, x172, x173, x179, x180, x181, x198, x199, x200, x201
+    x203 = x196 + x202
+    t_core = numpy.maximum(x154 * x156, x154 * x193 * (2 * x196 + 2 * x202) * (fused_window_attention * x192 + 1) / (x162 * x195 + x186 * x194 * x203 / (attention_fill_keys + x203))) + numpy.maximum(x155 * x156, x155 * x193 * (2 * x164 + 2 * x182) * (x192 + 1) / (x160 * x162 + x163 * x183 * x186 / (attention_fill_keys + x183))) + numpy.maximum(x152 * x47 * x84, x153 * x47 * x67 * (bytes_per_element * (mamba_heads + 6 * x41 + 7 * x42) + 0.0625 * x83)) + numpy.maximum(linear_value_heads * x115 * x152 * x40, linear_value_heads * x147 * x40 * (x144 + x145))
+    del x115, x147, x152, x156, x162, x163, x164, x182, x183, x186, x192, x193, x194, x195, x196, x202, x203, x41, x83, x84
+    x204 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x128 * x204 * x67 * (x154 * numpy.maximum(numpy.maximum(x157, x159), 1 - fused_window_attention) + x155 * x160)
+    del x1, x154, x155, x157, x160
+    x205 = hidden * x67
+    x206 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x135)
+    x207 = x125 * x67
+    x208 = x133 * x207
+    x209 = x42 * x67
+    x210 = tokens_mb * x209
+    x211 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x209)
+    x212 = x16 * x67
+    x213 = tokens_mb * x212
+    x214 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x212)
+    t_proj = x40 * numpy.maximum(x208 * x37 * (gemm_half_efficiency_dim + x206) / x206, x129 * (tokens_mb * x135 + x125 + x205 * x35)) + x47 * numpy.maximum(x129 * (x125 + x205 * x42 + x210), x208 * x43 * (gemm_half_efficiency_dim + x211) / x211) + x51 * numpy.maximum(x129 * (x125 + x16 * x205 + x213), x140 * x212 * (gemm_half_efficiency_dim + x214) / x214)
+    del x135, x16, x206, x208, x211, x214, x37, x40, x43
+    x215 = ffn * x67
+    x216 = tokens_mb * x215
+    x217 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x215)
+    t_mlp = mlp_matrices * numpy.maximum(x129 * (hidden * x215 + x125 + x216), x140 * x215 * (gemm_half_efficiency_dim + x217) / x217)
+    del x217
+    x218 = experts * tokens_mb
+    x219 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x220 = moe_ffn * x67
+    x221 = tokens_mb * x220
+    x222 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x220)
+    x223 = 1 - token_drop
+    x224 = numpy.sqrt(2)
+    x225 = tokens_mb ** (-1.0)
+    x226 = sequence_parallel * x67
+    x227 = 1 - sequence_parallel
+    x228 = etp * x226 + x227
+    x229 = x225 / (experts_per_token * x228)
+    x230 = experts_per_token * x228
+    del x228
+    routed_copies = tokens_mb * x230
+    x231 = routed_copies * x62
+    x232 = x129 * (x125 * x230 + x231 + x63 * x8)
     del x63
-    x231 = gemm_tile_dim ** (-1.0)
-    x232 = ep * routed_copies / experts
-    x233 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x138 * x227 * (grouped_gemm_token_half_dim + x232) * numpy.ceil(x232 / grouped_gemm_tile_tokens) / ep ** 2
-    del x232
-    x234 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x125 * x128 + mlp_matrices * shared_experts * numpy.maximum(x128 * (hidden * x218 + x125 + x219), x139 * x218 * (gemm_half_efficiency_dim + x220) / x220) + 20 * x127 * x216 + (capacity_factor * token_drop + x221 * (x222 * numpy.sqrt(expert_load_cv ** 2 + x227) * numpy.sqrt(numpy.log(ep)) + 1)) * (x234 * numpy.maximum(x230, x233 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x231 * x62)) + numpy.maximum(x230, x233 * (grouped_gemm_inner_half_dim + x62) * numpy.ceil(hidden * x231))) + numpy.maximum(x128 * (x125 + x216 + x8), tokens_mb * x107 * x132 * (gemm_half_efficiency_dim + x217) / x217)
-    del x107, x132, x216, x217, x220, x227, x230, x231, x233, x8
-    x235 = tp - 1
-    x236 = (sequence_parallel * x235 + 1) ** (-1.0)
-    x237 = hidden * x236
-    x238 = shared_experts * x218
-    t_elem = elementwise_traffic_factor * x145 * (16 * x237 * x33 + x67 * (4 * moe_share * tp * (x228 * x62 + x238) + 4 * x66))
-    del x145, x228, x66
-    x239 = vocab * x67
-    x240 = tokens_mb * x239
-    x241 = x128 * (x125 + x240 + x53 * x67)
+    x233 = gemm_tile_dim ** (-1.0)
+    x234 = ep * routed_copies / experts
+    x235 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x139 * x229 * (grouped_gemm_token_half_dim + x234) * numpy.ceil(x234 / grouped_gemm_tile_tokens) / ep ** 2
+    del x234
+    x236 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x125 * x129 + mlp_matrices * shared_experts * numpy.maximum(x129 * (hidden * x220 + x125 + x221), x140 * x220 * (gemm_half_efficiency_dim + x222) / x222) + 20 * x128 * x218 + (capacity_factor * token_drop + x223 * (x224 * numpy.sqrt(expert_load_cv ** 2 + x229) * numpy.sqrt(numpy.log(ep)) + 1)) * (x236 * numpy.maximum(x232, x235 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x233 * x62)) + numpy.maximum(x232, x235 * (grouped_gemm_inner_half_dim + x62) * numpy.ceil(hidden * x233))) + numpy.maximum(x129 * (x125 + x218 + x8), tokens_mb * x107 * x133 * (gemm_half_efficiency_dim + x219) / x219)
+    del x107, x133, x218, x219, x222, x229, x232, x233, x235, x8
+    x237 = tp - 1
+    x238 = (sequence_parallel * x237 + 1) ** (-1.0)
+    x239 = hidden * x238
+    x240 = shared_experts * x220
+    t_elem = elementwise_traffic_factor * x146 * (16 * x239 * x33 + x67 * (4 * moe_share * tp * (x230 * x62 + x240) + 4 * x66))
+    del x146, x230, x66
+    x241 = vocab * x67
+    x242 = tokens_mb * x241
+    x243 = x129 * (x125 + x242 + x53 * x67)
     del x53
-    x242 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x239)
-    x243 = x102 * (gemm_half_efficiency_dim + x242) / x242
-    del x102, x242
-    t_logits = low_precision_output_layer * numpy.maximum(x241, x133 * x243) + (1 - low_precision_output_layer) * numpy.maximum(x241, x150 * x243)
-    del x150, x241, x243
-    t_loss = loss_bytes_per_logit * x127 * x240
-    del x240
-    x244 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x127 * (bytes_per_element + x234 * x244) * (shared_experts * x219 + x229)
-    del x229
-    x245 = numpy.maximum(1, lora_rank)
-    x246 = tokens_mb * x245
-    x247 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x245)
-    x248 = numpy.maximum(x128 * (hidden * x245 + x125 + x246), x139 * x245 * (gemm_half_efficiency_dim + x247) / x247)
-    del x139, x247
-    x249 = x21 * x67
-    x250 = numpy.minimum(numpy.minimum(tokens_mb, x245), x249)
-    x251 = x138 * x246
-    del x138
-    x252 = numpy.minimum(numpy.minimum(tokens_mb, x210), x245)
-    x253 = x19 * x67
-    x254 = numpy.minimum(numpy.minimum(tokens_mb, x245), x253)
-    x255 = x22 * x67
-    x256 = numpy.minimum(numpy.minimum(tokens_mb, x245), x255)
-    x257 = numpy.minimum(numpy.minimum(tokens_mb, x213), x245)
-    x258 = x248 + numpy.maximum(x128 * (x213 * x245 + x214 + x246), x213 * x251 * (gemm_half_efficiency_dim + x257) / x257)
-    del x214, x257
-    x259 = numpy.minimum(numpy.minimum(tokens_mb, x218), x245)
-    x260 = x248 + numpy.maximum(x128 * (x218 * x245 + x219 + x246), x218 * x251 * (gemm_half_efficiency_dim + x259) / x259)
-    del x219, x259
-    t_adapter = dense_share * (lora_down * x258 + x258 * x73) + lora_k * (x248 + numpy.maximum(x249 * x251 * (gemm_half_efficiency_dim + x250) / x250, x128 * (tokens_mb * x249 + x245 * x249 + x246))) + lora_o * (x248 + numpy.maximum(x128 * (x210 * x245 + x211 + x246), x210 * x251 * (gemm_half_efficiency_dim + x252) / x252)) + lora_q * (x248 + numpy.maximum(x251 * x253 * (gemm_half_efficiency_dim + x254) / x254, x128 * (tokens_mb * x253 + x245 * x253 + x246))) + lora_v * (x248 + numpy.maximum(x251 * x255 * (gemm_half_efficiency_dim + x256) / x256, x128 * (tokens_mb * x255 + x245 * x255 + x246))) + moe_share * x56 * (lora_down * x260 + x260 * x73)
-    del x211, x245, x246, x248, x249, x250, x251, x252, x253, x254, x255, x256, x258, x260, x56
-    x261 = -stage_params
-    x262 = -stage_embedding_params - x261
-    x263 = full_recompute + 2
-    dequant_mb = dequantize_base * x127 * x262 * x263 * (base_weight_bytes_per_param + bytes_per_element)
-    x264 = -x49
+    x244 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x241)
+    x245 = x102 * (gemm_half_efficiency_dim + x244) / x244
+    del x102, x244
+    t_logits = low_precision_output_layer * numpy.maximum(x243, x134 * x245) + (1 - low_precision_output_layer) * numpy.maximum(x243, x151 * x245)
+    del x151, x243, x245
+    t_loss = loss_bytes_per_logit * x128 * x242
+    del x242
+    x246 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x128 * (bytes_per_element + x236 * x246) * (shared_experts * x221 + x231)
+    del x231
+    x247 = numpy.maximum(1, lora_rank)
+    x248 = tokens_mb * x247
+    x249 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x247)
+    x250 = numpy.maximum(x129 * (hidden * x247 + x125 + x248), x140 * x247 * (gemm_half_efficiency_dim + x249) / x249)
+    del x140, x249
+    x251 = x21 * x67
+    x252 = numpy.minimum(numpy.minimum(tokens_mb, x247), x251)
+    x253 = x139 * x248
+    del x139
+    x254 = numpy.minimum(numpy.minimum(tokens_mb, x212), x247)
+    x255 = x19 * x67
+    x256 = numpy.minimum(numpy.minimum(tokens_mb, x247), x255)
+    x257 = x22 * x67
+    x258 = numpy.minimum(numpy.minimum(tokens_mb, x247), x257)
+    x259 = numpy.minimum(numpy.minimum(tokens_mb, x215), x247)
+    x260 = x250 + numpy.maximum(x129 * (x215 * x247 + x216 + x248), x215 * x253 * (gemm_half_efficiency_dim + x259) / x259)
+    del x216, x259
+    x261 = numpy.minimum(numpy.minimum(tokens_mb, x220), x247)
+    x262 = x250 + numpy.maximum(x129 * (x220 * x247 + x221 + x248), x220 * x253 * (gemm_half_efficiency_dim + x261) / x261)
+    del x221, x261
+    t_adapter = dense_share * (lora_down * x260 + x260 * x73) + lora_k * (x250 + numpy.maximum(x251 * x253 * (gemm_half_efficiency_dim + x252) / x252, x129 * (tokens_mb * x251 + x247 * x251 + x248))) + lora_o * (x250 + numpy.maximum(x129 * (x212 * x247 + x213 + x248), x212 * x253 * (gemm_half_efficiency_dim + x254) / x254)) + lora_q * (x250 + numpy.maximum(x253 * x255 * (gemm_half_efficiency_dim + x256) / x256, x129 * (tokens_mb * x255 + x247 * x255 + x248))) + lora_v * (x250 + numpy.maximum(x253 * x257 * (gemm_half_efficiency_dim + x258) / x258, x129 * (tokens_mb * x257 + x247 * x257 + x248))) + moe_share * x56 * (lora_down * x262 + x262 * x73)
+    del x213, x247, x248, x250, x251, x252, x253, x254, x255, x256, x257, x258, x260, x262, x56
+    x263 = -stage_params
+    x264 = -stage_embedding_params - x263
+    x265 = full_recompute + 2
+    dequant_mb = dequantize_base * x128 * x264 * x265 * (base_weight_bytes_per_param + bytes_per_element)
+    x266 = -x49
     del x49
-    x265 = routed_copies * x223
-    del routed_copies, x223
-    x266 = cast_bytes_per_element * x152
-    del x152
-    t_cast_fwd = x266 * (dense_share * (hidden + x213) + moe_share * (shared_experts * (hidden + x218) + x265 * (hidden + x62)) + x264 * (hidden + x210) + x47 * (hidden + x208))
-    del x210
-    t_cast_bwd = x266 * (dense_share * (hidden + x213 * x234) + moe_share * (shared_experts * (hidden + x218 * x234) + x265 * (hidden + x234 * x62)) + x264 * (hidden + x141) + x47 * (hidden + x126))
-    del x126, x141, x218, x264, x265, x266, x47
-    x267 = dense_share * t_mlp
-    x268 = moe_share * t_moe
-    x269 = t_proj + t_qkv
-    x270 = x267 + x268 + x269
-    x271 = t_core + t_scores
-    x272 = t_elem + x271
-    x273 = x270 + x272
-    t_layer_fwd = t_adapter + x273
-    x274 = reference_model * (stage_layers * x273 + t_logits)
-    del x273
-    x275 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x276 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x236 * x275
-    x277 = x124 * x271
-    del x124, x271
-    x278 = mlp_matrices ** (-1.0)
-    x279 = recompute_moe * x121
-    x280 = recompute_moe_act * (1 - x279)
-    x281 = kv_heads * x25
-    x282 = -frozen_base * x270 + full_recompute * (t_layer_fwd - x120 * x267 * x278) + x121 * (moe_share * t_moe_act * x280 + recompute_mlp * x267 + recompute_moe * x268 + x123 * (t_elem + t_mlp * x278 + t_proj + t_qkv * x21 / (x19 + x281)) + x277)
-    del t_moe_act, x120, x21, x278
-    x283 = 3 * t_core
-    x284 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x283
-    x285 = numpy.minimum(numpy.minimum(tokens_mb, x204), 2.0 * hidden)
-    x286 = t_mlp * x14
+    x267 = routed_copies * x225
+    del routed_copies, x225
+    x268 = cast_bytes_per_element * x153
+    del x153
+    t_cast_fwd = x268 * (dense_share * (hidden + x215) + moe_share * (shared_experts * (hidden + x220) + x267 * (hidden + x62)) + x266 * (hidden + x212) + x47 * (hidden + x209))
+    del x212
+    t_cast_bwd = x268 * (dense_share * (hidden + x215 * x236) + moe_share * (shared_experts * (hidden + x220 * x236) + x267 * (hidden + x236 * x62)) + x266 * (hidden + x142) + x47 * (hidden + x126))
+    del x126, x142, x220, x266, x267, x268
+    x269 = dense_share * t_mlp
+    x270 = moe_share * t_moe
+    x271 = t_proj + t_qkv
+    x272 = x269 + x270 + x271
+    x273 = t_core + t_scores
+    x274 = t_elem + x273
+    x275 = x272 + x274
+    t_layer_fwd = t_adapter + x275
+    x276 = reference_model * (stage_layers * x275 + t_logits)
+    del x275
+    x277 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x278 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x238 * x277
+    x279 = x124 * x273
+    del x124, x273
+    x280 = mlp_matrices ** (-1.0)
+    x281 = recompute_moe * x121
+    x282 = recompute_moe_act * (1 - x281)
+    x283 = kv_heads * x25
+    x284 = -frozen_base * x272 + full_recompute * (t_layer_fwd - x120 * x269 * x280) + x121 * (moe_share * t_moe_act * x282 + recompute_mlp * x269 + recompute_moe * x270 + x123 * (t_elem + t_mlp * x280 + t_proj + t_qkv * x21 / (x19 + x283)) + x279)
+    del t_moe_act, x120, x21, x280
+    x285 = 3 * t_core
+    x286 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x285
+    x287 = numpy.minimum(numpy.minimum(tokens_mb, x205), 2.0 * hidden)
+    x288 = t_mlp * x14
     del t_mlp, x14
-    x287 = t_moe * x11
+    x289 = t_moe * x11
     del t_moe
-    x288 = 3 * t_logits + t_loss
+    x290 = 3 * t_logits + t_loss
     del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x276) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x267 - 2 * x268 - x276 - x282)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x267 + 3 * x268 + x282 + x284) + x274 + x288 + x58 * (full_recompute * (x269 + x272 + x286 + x287) + x121 * x277 + x284 + 3 * x286 + 3 * x287 + x288 + 3 * numpy.maximum(x103 * x133 * (gemm_half_efficiency_dim + x285) / x285, x128 * (2.0 * x125 + x13 * x67 + x206)))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x103, x128, x13, x133, x267, x268, x269, x272, x276, x277, x282, x284, x285, x286, x287
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x274
-    del x274
-    weight_grad_mb = x81 * (stage_layers * x270 + t_logits)
-    del t_logits, x270
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x278) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x269 - 2 * x270 - x278 - x284)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x269 + 3 * x270 + x284 + x286) + x276 + x290 + x58 * (full_recompute * (x271 + x274 + x288 + x289) + x121 * x279 + x286 + 3 * x288 + 3 * x289 + x290 + 3 * numpy.maximum(x103 * x134 * (gemm_half_efficiency_dim + x287) / x287, x129 * (2.0 * x125 + x13 * x67 + x207)))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x103, x129, x13, x134, x269, x270, x271, x274, x278, x279, x284, x286, x287, x288, x289
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x276
+    del x276
+    weight_grad_mb = x81 * (stage_layers * x272 + t_logits)
+    del t_logits, x272
     compute_s = compute_mb * microbatches
-    x289 = stage_layers + x58
-    x290 = 2 * full_recompute
-    x291 = x123 * (2 - sequence_parallel) + x290 + 4
-    x292 = tp_intra_ranks - 1
-    x293 = 2 * intra_latency_s
-    x294 = numpy.minimum(1, x235)
-    del x235
-    x295 = tp_intra_ranks ** (-1.0)
-    x296 = tp * x295 - 1
-    x297 = 2 * inter_latency_s
-    x298 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x299 = 2 * bytes_per_element
-    x300 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x301 = x300 / scale_out_bus_efficiency
-    x302 = collective_overhead_s * x294 + x125 * x292 * x295 * x298 * x299 + x206 * x296 * x299 * x301 + x292 * x293 + x296 * x297
-    del x292, x295, x296, x299
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x289 * x291 * x302 * x33) + x289 * x291 * x302 * x33
-    del x291, x302
-    x303 = 3 * cp - 3
-    x304 = 1 - cp_intra
-    x305 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x306 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x307 = bytes_per_element * x130 * x281 / (cp_intra * x305 + x304 * x306) + cp_intra * intra_latency_s + inter_latency_s * x304
-    del x130, x281, x304
-    cp_comm_mb = -cp_overlap * numpy.minimum(x283 * x289, x289 * x303 * x307 * x51) + x289 * x303 * x307 * x51
-    del x283, x303, x307, x51
-    x308 = x61 * numpy.minimum(etp, tp_intra_ranks)
+    x291 = stage_layers + x58
+    x292 = 2 * full_recompute
+    x293 = x123 * (2 - sequence_parallel) + x292 + 4
+    x294 = tp_intra_ranks - 1
+    x295 = 2 * intra_latency_s
+    x296 = numpy.minimum(1, x237)
+    del x237
+    x297 = tp_intra_ranks ** (-1.0)
+    x298 = tp * x297 - 1
+    x299 = 2 * inter_latency_s
+    x300 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x301 = 2 * bytes_per_element
+    x302 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x303 = x302 / scale_out_bus_efficiency
+    x304 = collective_overhead_s * x296 + x125 * x294 * x297 * x300 * x301 + x207 * x298 * x301 * x303 + x294 * x295 + x298 * x299
+    del x294, x297, x298, x301
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x291 * x293 * x304 * x33) + x291 * x293 * x304 * x33
+    del x293, x304
+    x305 = 1 - cp_intra
+    x306 = cp_intra * intra_latency_s + inter_latency_s * x305
+    x307 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x308 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x309 = bytes_per_element / (cp_intra * x307 + x305 * x308)
+    del x305
+    x310 = x291 * x51 * (3 * cp - 3) * (x131 * x283 * x309 + x306)
+    del x131, x283, x51
+    x311 = cp - 1
+    x312 = x0 * x309 * x311
+    del x309
+    cp_comm_mb = -cp_overlap * numpy.minimum(x310, x285 * x291) + x265 * x291 * x47 * (x127 * x312 + x210 * x312 + 2 * x306 * x311) + x310
+    del x127, x210, x285, x306, x310, x311, x312, x47
+    x313 = x61 * numpy.minimum(etp, tp_intra_ranks)
     del x61
-    x309 = 1 - x308
-    x310 = 4 * etp - 4
-    x311 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x312 = x311 ** (-1.0)
-    x313 = ep * x312 - 1
-    x314 = x125 / a2a_efficiency_factor
+    x314 = 1 - x313
+    x315 = 4 * etp - 4
+    x316 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x317 = x316 ** (-1.0)
+    x318 = ep * x317 - 1
+    x319 = x125 / a2a_efficiency_factor
     del x125
-    x315 = bytes_per_element * x314
-    x316 = 1 - hierarchical_dispatch
-    x317 = x224 + x225
-    del x224, x225
-    x318 = experts_per_token * x317
-    x319 = x318 * (hierarchical_dispatch * (-x311 * x60 + 1) + x313 * x316 * x60) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x305 * (1 - deepep_dispatch))
+    x320 = bytes_per_element * x319
+    x321 = 1 - hierarchical_dispatch
+    x322 = x226 + x227
+    del x226, x227
+    x323 = experts_per_token * x322
+    x324 = x323 * (hierarchical_dispatch * (-x316 * x60 + 1) + x318 * x321 * x60) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x307 * (1 - deepep_dispatch))
     del x60
-    x320 = 1 - x312
-    del x312
-    x321 = x301 * x317 * x320 * (experts_per_token * x316 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x311 * (1 - x320 ** experts_per_token)))
-    del x316, x320
-    x322 = x314 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x314
-    x323 = moe_share * x289
-    del x289
-    x324 = x323 * (sequence_parallel * (bytes_per_element * experts_per_token * x206 * x310 / (x305 * x308 + x306 * x309) + x310 * (inter_latency_s * x309 + intra_latency_s * x308)) + (x279 + 2) * (x293 * x313 + x297 * (x311 - 1) + numpy.maximum(x315 * x319, x315 * x321) + numpy.maximum(x319 * x322, x321 * x322)))
-    del x206, x308, x309, x310, x311, x313, x315, x319, x321, x322
-    x325 = ep_overlap * numpy.minimum(x324, 3 * t_layer_fwd * x323)
-    del x323
-    ep_comm_mb = comm_sm_fraction * x325 / (1 - comm_sm_fraction) + x324 - x325
-    del x324, x325
-    x326 = 1 - dualpipe
-    x327 = pp - 1
-    x328 = numpy.minimum(1, x327)
-    x329 = microbatches * vp
-    x330 = 1 - pp_intra
-    x331 = 1.0 * bytes_per_element
-    x332 = tokens_mb * x204
-    pp_comm_s = x326 * x328 * (2 * pp + 2 * x329 - 2) * (inter_latency_s * x330 + intra_latency_s * pp_intra + x331 * x332 / (pp_intra * x305 + x306 * x330))
-    del x305, x306, x330
-    x333 = 1 - dp_overlap
-    x334 = numpy.minimum(1, grad_shards - 1)
-    x335 = replica_intra_ranks - 1
-    x336 = replica_intra_ranks ** (-1.0)
-    x337 = shard_ranks ** (-1.0)
-    x338 = x336 * x337
-    x339 = numpy.maximum(1, dp * x338)
-    x340 = x339 - 1
-    x341 = x293 * x335
-    x342 = x297 * x340 + x341
-    x343 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x344 = stage_trainable_expert_params + stage_trainable_params
-    x345 = x343 * numpy.maximum(1.0, x344 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x343) * numpy.maximum(1, stage_layers)
-    del x343
-    x346 = x345 - 1
-    x347 = expert_shard_ranks ** (-1.0)
-    x348 = x336 * x347
-    del x336
-    x349 = numpy.maximum(1, expert_dp_ranks * x348)
-    x350 = x349 - 1
-    x351 = x297 * x350 + x341
-    del x341
-    x352 = 2.0 * grad_comm_bytes_per_param
-    x353 = stage_trainable_expert_params * x352
-    x354 = x298 * x353
-    x355 = x301 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x301
-    x356 = x353 * x355
-    x357 = stage_trainable_params * x352
-    del x352
-    x358 = x298 * x357
-    x359 = x355 * x357
-    x360 = dp_collectives_flat - 1
-    x361 = -x360
-    x362 = x361 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x363 = x360 + x362
-    x364 = (dp_collectives_flat + x362) ** (-1.0)
-    del x362
-    x365 = expert_dp_ranks * x364 - 1
-    x366 = x293 * x363 + x297 * x365
-    x367 = x361 * numpy.minimum(dp, dp_intra_ranks)
-    x368 = (dp_collectives_flat + x367) ** (-1.0)
-    x369 = dp * x368 - 1
-    x370 = x360 + x367
-    del x367
-    x371 = x293 * x370 + x297 * x369
-    del x293, x297
-    x372 = x334 * (x11 * (x335 * x348 * x354 + x346 * x351 + x348 * x350 * x356 / x349 + x351) + x335 * x338 * x358 + x338 * x340 * x359 / x339 + x342 * x346 + x342) + (1 - x334) * (x11 * (x354 * x363 * x364 + x366 + x356 * x365 / expert_dp_ranks) + x2 * x359 * x369 + x346 * (x11 * x366 + x371) + x358 * x368 * x370 + x371)
-    del x2, x335, x338, x339, x340, x342, x348, x349, x350, x351, x354, x356, x358, x359, x363, x364, x365, x366, x368, x369, x370, x371
-    x373 = fsdp_keeps_gathered_under_pp * x328 * zero3
+    x325 = 1 - x317
+    del x317
+    x326 = x303 * x322 * x325 * (experts_per_token * x321 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x316 * (1 - x325 ** experts_per_token)))
+    del x321, x325
+    x327 = x319 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x319
+    x328 = moe_share * x291
+    del x291
+    x329 = x328 * (sequence_parallel * (bytes_per_element * experts_per_token * x207 * x315 / (x307 * x313 + x308 * x314) + x315 * (inter_latency_s * x314 + intra_latency_s * x313)) + (x281 + 2) * (x295 * x318 + x299 * (x316 - 1) + numpy.maximum(x320 * x324, x320 * x326) + numpy.maximum(x324 * x327, x326 * x327)))
+    del x207, x313, x314, x315, x316, x318, x320, x324, x326, x327
+    x330 = ep_overlap * numpy.minimum(x329, 3 * t_layer_fwd * x328)
     del x328
-    x374 = microbatches * (1 - x373)
-    x375 = x361 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x376 = x360 + x375
-    x377 = intra_latency_s * x376
-    x378 = (dp_collectives_flat + x375) ** (-1.0)
-    del x375
-    x379 = expert_shard_ranks * x378 - 1
-    x380 = inter_latency_s * x379
-    x381 = 2 * x377 + 2 * x380
-    x382 = x361 * numpy.minimum(dp_intra_ranks, shard_ranks)
-    del x361
-    x383 = (dp_collectives_flat + x382) ** (-1.0)
-    x384 = shard_ranks * x383 - 1
-    x385 = inter_latency_s * x384
-    x386 = x360 + x382
-    del x360, x382
-    x387 = intra_latency_s * x386
-    x388 = 2 * x385 + 2 * x387
-    x389 = x298 * x376 * x378
-    del x376, x378
-    x390 = x347 * x355 * x379
-    del x347, x379
-    x391 = x298 * x383 * x386
-    del x298, x383, x386
-    x392 = x337 * x355 * x384
-    del x337, x355, x384
-    x393 = x377 + x380
-    del x377, x380
-    x394 = x385 + x387
-    del x385, x387
-    x395 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x81)
-    x396 = base_weight_bytes_per_param * x262 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x262
-    x397 = 1.0 * frozen_base * x396 + x331 * (stage_adapter_params + stage_params * x81) - x395
-    del stage_adapter_params, stage_params, x331, x81
-    x398 = x11 * (x389 * x395 + x390 * x395 + x393) + x346 * (x11 * x393 + x394) + x391 * x397 + x392 * x397 + x394
-    del x393, x394, x395, x397
-    x399 = 1 / 2 * x334 * (x373 + x374) * (x11 * (x353 * x389 + x353 * x390 + x381) + x346 * (x11 * x381 + x388) + x357 * x391 + x357 * x392 + x388) + zero3 * (x373 * x398 + 2 * x374 * x398)
-    del x334, x353, x357, x374, x381, x388, x389, x390, x391, x392, x398
-    x400 = x345 ** (-1.0)
-    del x345
-    x401 = x346 * x400
+    ep_comm_mb = comm_sm_fraction * x330 / (1 - comm_sm_fraction) + x329 - x330
+    del x329, x330
+    x331 = 1 - dualpipe
+    x332 = pp - 1
+    x333 = numpy.minimum(1, x332)
+    x334 = microbatches * vp
+    x335 = 1 - pp_intra
+    x336 = 1.0 * bytes_per_element
+    x337 = tokens_mb * x205
+    pp_comm_s = x331 * x333 * (2 * pp + 2 * x334 - 2) * (inter_latency_s * x335 + intra_latency_s * pp_intra + x336 * x337 / (pp_intra * x307 + x308 * x335))
+    del x307, x308, x335
+    x338 = 1 - dp_overlap
+    x339 = numpy.minimum(1, grad_shards - 1)
+    x340 = replica_intra_ranks - 1
+    x341 = replica_intra_ranks ** (-1.0)
+    x342 = shard_ranks ** (-1.0)
+    x343 = x341 * x342
+    x344 = numpy.maximum(1, dp * x343)
+    x345 = x344 - 1
+    x346 = x295 * x340
+    x347 = x299 * x345 + x346
+    x348 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x349 = stage_trainable_expert_params + stage_trainable_params
+    x350 = x348 * numpy.maximum(1.0, x349 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x348) * numpy.maximum(1, stage_layers)
+    del x348
+    x351 = x350 - 1
+    x352 = expert_shard_ranks ** (-1.0)
+    x353 = x341 * x352
+    del x341
+    x354 = numpy.maximum(1, expert_dp_ranks * x353)
+    x355 = x354 - 1
+    x356 = x299 * x355 + x346
     del x346
-    dp_comm_s = dp_overlap * numpy.minimum(x372, numpy.maximum(x372 * x400, -2 * stage_layers * t_layer_fwd * x401 + x372)) + dp_overlap * numpy.minimum(x399, numpy.maximum(x399 * x400, -compute_s * x401 + x399)) + x333 * x372 + x333 * x399
-    del t_layer_fwd, x333, x372, x399, x400, x401
-    x402 = dispatch_host_sync * x221
-    x403 = 2.0 * x11 * x221 * numpy.maximum(0, cuda_graphs - 1)
-    del x11, x221
-    x404 = numpy.maximum(0, cuda_graphs - x403 - 1)
-    x405 = stage_layers * (1 - x404)
-    x406 = host_launch_factor * moe_share * x405 * (expert_overhead_s * x82 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    x357 = 2.0 * grad_comm_bytes_per_param
+    x358 = stage_trainable_expert_params * x357
+    x359 = x300 * x358
+    x360 = x303 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x303
+    x361 = x358 * x360
+    x362 = stage_trainable_params * x357
+    del x357
+    x363 = x300 * x362
+    x364 = x360 * x362
+    x365 = dp_collectives_flat - 1
+    x366 = -x365
+    x367 = x366 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x368 = x365 + x367
+    x369 = (dp_collectives_flat + x367) ** (-1.0)
+    del x367
+    x370 = expert_dp_ranks * x369 - 1
+    x371 = x295 * x368 + x299 * x370
+    x372 = x366 * numpy.minimum(dp, dp_intra_ranks)
+    x373 = (dp_collectives_flat + x372) ** (-1.0)
+    x374 = dp * x373 - 1
+    x375 = x365 + x372
+    del x372
+    x376 = x295 * x375 + x299 * x374
+    del x295, x299
+    x377 = x339 * (x11 * (x340 * x353 * x359 + x351 * x356 + x353 * x355 * x361 / x354 + x356) + x340 * x343 * x363 + x343 * x345 * x364 / x344 + x347 * x351 + x347) + (1 - x339) * (x11 * (x359 * x368 * x369 + x371 + x361 * x370 / expert_dp_ranks) + x2 * x364 * x374 + x351 * (x11 * x371 + x376) + x363 * x373 * x375 + x376)
+    del x2, x340, x343, x344, x345, x347, x353, x354, x355, x356, x359, x361, x363, x364, x368, x369, x370, x371, x373, x374, x375, x376
+    x378 = fsdp_keeps_gathered_under_pp * x333 * zero3
+    del x333
+    x379 = microbatches * (1 - x378)
+    x380 = x366 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x381 = x365 + x380
+    x382 = intra_latency_s * x381
+    x383 = (dp_collectives_flat + x380) ** (-1.0)
+    del x380
+    x384 = expert_shard_ranks * x383 - 1
+    x385 = inter_latency_s * x384
+    x386 = 2 * x382 + 2 * x385
+    x387 = x366 * numpy.minimum(dp_intra_ranks, shard_ranks)
+    del x366
+    x388 = (dp_collectives_flat + x387) ** (-1.0)
+    x389 = shard_ranks * x388 - 1
+    x390 = inter_latency_s * x389
+    x391 = x365 + x387
+    del x365, x387
+    x392 = intra_latency_s * x391
+    x393 = 2 * x390 + 2 * x392
+    x394 = x300 * x381 * x383
+    del x381, x383
+    x395 = x352 * x360 * x384
+    del x352, x384
+    x396 = x300 * x388 * x391
+    del x300, x388, x391
+    x397 = x342 * x360 * x389
+    del x342, x360, x389
+    x398 = x382 + x385
+    del x382, x385
+    x399 = x390 + x392
+    del x390, x392
+    x400 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x81)
+    x401 = base_weight_bytes_per_param * x264 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x264
+    x402 = 1.0 * frozen_base * x401 + x336 * (stage_adapter_params + stage_params * x81) - x400
+    del stage_adapter_params, stage_params, x336, x81
+    x403 = x11 * (x394 * x400 + x395 * x400 + x398) + x351 * (x11 * x398 + x399) + x396 * x402 + x397 * x402 + x399
+    del x398, x399, x400, x402
+    x404 = 1 / 2 * x339 * (x378 + x379) * (x11 * (x358 * x394 + x358 * x395 + x386) + x351 * (x11 * x386 + x393) + x362 * x396 + x362 * x397 + x393) + zero3 * (x378 * x403 + 2 * x379 * x403)
+    del x339, x358, x362, x379, x386, x393, x394, x395, x396, x397, x403
+    x405 = x350 ** (-1.0)
+    del x350
+    x406 = x351 * x405
+    del x351
+    dp_comm_s = dp_overlap * numpy.minimum(x377, numpy.maximum(x377 * x405, -2 * stage_layers * t_layer_fwd * x406 + x377)) + dp_overlap * numpy.minimum(x404, numpy.maximum(x404 * x405, -compute_s * x406 + x404)) + x338 * x377 + x338 * x404
+    del t_layer_fwd, x338, x377, x404, x405, x406
+    x407 = dispatch_host_sync * x223
+    x408 = 2.0 * x11 * x223 * numpy.maximum(0, cuda_graphs - 1)
+    del x11, x223
+    x409 = numpy.maximum(0, cuda_graphs - x408 - 1)
+    x410 = stage_layers * (1 - x409)
+    x411 = host_launch_factor * moe_share * x410 * (expert_overhead_s * x82 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
     del x82
-    x407 = x402 * x406
-    x408 = compute_mb + tp_comm_mb
-    x409 = microbatches ** (-1.0)
-    x410 = x408 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x404 * x409 + x33 * x405 * (graph_launch_s * x263 * (-x404 + numpy.minimum(1, cuda_graphs - x403)) + layer_overhead_s * (full_recompute + 3))) + x406 * (1 - x402)) / x408) ** host_overlap_exponent) / host_overlap_exponent)
-    del x263, x402, x403, x404, x405, x406
-    x411 = x407 + x410
-    launch_s = microbatches * x411
+    x412 = x407 * x411
+    x413 = compute_mb + tp_comm_mb
+    x414 = microbatches ** (-1.0)
+    x415 = x413 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x409 * x414 + x33 * x410 * (graph_launch_s * x265 * (-x409 + numpy.minimum(1, cuda_graphs - x408)) + layer_overhead_s * (full_recompute + 3))) + x411 * (1 - x407)) / x413) ** host_overlap_exponent) / host_overlap_exponent)
+    del x265, x407, x408, x409, x410, x411
+    x416 = x412 + x415
+    launch_s = microbatches * x416
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x412 = cp_comm_mb + ep_comm_mb + x408 + x411
-    del x408, x411
-    x413 = vp ** (-1.0)
-    x414 = x412 / compute_mb
-    x415 = dualpipe * x409 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x414 + 2 * tp_comm_mb - 3 * weight_grad_mb * x414 + 2 * x407 + 2 * x410) / x412 + x326 * x327 * x409 * x413
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x407, x409, x410, x414
-    bubble_s = microbatches * x412 * x415
-    del x412
-    x416 = stage_trainable_expert_params / expert_optimizer_shards
-    x417 = stage_trainable_params / optimizer_shards
-    optimizer_s = x127 * (x416 + x417) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x127
-    x418 = microbatches * stage_extra_layers * (compute_mb - x288) * (x415 + 1) / stage_layers
-    del compute_mb, x288, x415
-    x419 = dp_comm_s + pp_comm_s
-    x420 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x419
-    x421 = gpus + 0.474798
-    x422 = gpus ** (-1.0)
-    x423 = x421 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x420 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x420 * numpy.maximum(0, -x222 * erfinv(1.71458910109456 * x422 * x423 * (0.0686881539789491 * x423 + 0.112063) - 1 + 1.16023 / x421)) + x418 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x418 + x420)
-    del x418, x421, x423
-    step_time_s = straggler_s + x420
-    del x420
-    x424 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x424
-    x425 = tokens_per_s * x422
-    x426 = model_flops_per_token * x425
-    tflops_per_gpu = 1e-12 * x426
-    mfu = x131 * x426
-    del x426
-    hfu = hardware_flops_per_token * x131 * x425
-    del hardware_flops_per_token, x131, x425
-    x427 = bytes_per_element * x344 * x373
-    del x344, x373
-    x428 = expert_weight_shards ** (-1.0)
-    x429 = base_weight_bytes_per_param * stage_expert_params
-    x430 = weight_shards ** (-1.0)
-    x431 = frozen_base * (x428 * x429 + x430 * (x396 - x429)) + reference_model * (bytes_per_element * stage_expert_params * x428 + bytes_per_element * x430 * (-stage_expert_params - x261)) + stage_trainable_expert_params * weight_bytes_per_param * x428 + stage_trainable_params * weight_bytes_per_param * x430
-    del stage_expert_params, x261, x396, x428, x429, x430
-    weights_bytes = x427 + x431
-    x432 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x417 = cp_comm_mb + ep_comm_mb + x413 + x416
+    del x413, x416
+    x418 = vp ** (-1.0)
+    x419 = x417 / compute_mb
+    x420 = dualpipe * x414 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x419 + 2 * tp_comm_mb - 3 * weight_grad_mb * x419 + 2 * x412 + 2 * x415) / x417 + x331 * x332 * x414 * x418
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x412, x414, x415, x419
+    bubble_s = microbatches * x417 * x420
+    del x417
+    x421 = stage_trainable_expert_params / expert_optimizer_shards
+    x422 = stage_trainable_params / optimizer_shards
+    optimizer_s = x128 * (x421 + x422) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x128
+    x423 = microbatches * stage_extra_layers * (compute_mb - x290) * (x420 + 1) / stage_layers
+    del compute_mb, x290, x420
+    x424 = dp_comm_s + pp_comm_s
+    x425 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x424
+    x426 = gpus + 0.474798
+    x427 = gpus ** (-1.0)
+    x428 = x426 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x425 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x425 * numpy.maximum(0, -x224 * erfinv(1.71458910109456 * x427 * x428 * (0.0686881539789491 * x428 + 0.112063) - 1 + 1.16023 / x426)) + x423 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x423 + x425)
+    del x423, x426, x428
+    step_time_s = straggler_s + x425
+    del x425
+    x429 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x429
+    x430 = tokens_per_s * x427
+    x431 = model_flops_per_token * x430
+    tflops_per_gpu = 1e-12 * x431
+    mfu = x132 * x431
+    del x431
+    hfu = hardware_flops_per_token * x132 * x430
+    del hardware_flops_per_token, x132, x430
+    x432 = bytes_per_element * x349 * x378
+    del x349, x378
+    x433 = expert_weight_shards ** (-1.0)
+    x434 = base_weight_bytes_per_param * stage_expert_params
+    x435 = weight_shards ** (-1.0)
+    x436 = frozen_base * (x433 * x434 + x435 * (x401 - x434)) + reference_model * (bytes_per_element * stage_expert_params * x433 + bytes_per_element * x435 * (-stage_expert_params - x263)) + stage_trainable_expert_params * weight_bytes_per_param * x433 + stage_trainable_params * weight_bytes_per_param * x435
+    del stage_expert_params, x263, x401, x433, x434, x435
+    weights_bytes = x432 + x436
+    x437 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x427 + x432
-    optimizer_state_bytes = optimizer_bytes_per_param * x416 + optimizer_bytes_per_param * x417
-    del x416, x417
-    x433 = remat_keeps_named_only * selective_option * numpy.minimum(1, offloaded_activation_vectors)
-    x434 = bytes_per_element * tokens_mb
-    x435 = hidden * x317
-    x436 = 2 * tokens_mb
-    x437 = tokens_mb * x104
-    x438 = x213 * x437
-    x439 = recompute_mlp * x121
-    x440 = tokens_mb * x435
-    x441 = 4 * x440
-    x442 = heads + kv_heads
-    x443 = kv_heads / heads
-    x444 = x33 * x441
-    x445 = tokens_mb * x238
-    del x238
-    x446 = tokens_mb * x318
-    del x318
-    x447 = linear_input_bytes + x104 - 2
+    grads_bytes = x432 + x437
+    optimizer_state_bytes = optimizer_bytes_per_param * x421 + optimizer_bytes_per_param * x422
+    del x421, x422
+    x438 = remat_keeps_named_only * selective_option * numpy.minimum(1, offloaded_activation_vectors)
+    x439 = bytes_per_element * tokens_mb
+    x440 = hidden * x322
+    x441 = 2 * tokens_mb
+    x442 = tokens_mb * x104
+    x443 = x215 * x442
+    x444 = recompute_mlp * x121
+    x445 = tokens_mb * x440
+    x446 = 4 * x445
+    x447 = heads + kv_heads
+    x448 = kv_heads / heads
+    x449 = x33 * x446
+    x450 = tokens_mb * x240
+    del x240
+    x451 = tokens_mb * x323
+    del x323
+    x452 = linear_input_bytes + x104 - 2
     del x104
-    x448 = x445 * x447 + x446 * (etp * hidden * linear_input_bytes + x447 * x62)
-    del x447
-    x449 = dense_share * x213 * (1 - x439)
-    del x213
-    x450 = 1 - recompute_norms
-    x451 = micro_batch * x203 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x158) / cp ** 2
-    del x158, x203
-    x452 = x67 * (x25 * x436 * x442 + x451)
-    x453 = tokens_mb * x34
-    x454 = linear_input_bytes * x33 * x440 * x450
-    del x33, x440
-    x455 = lora_rank * x434 * (lora_down + lora_k + lora_o + lora_q + lora_v + x73) + x123 * x436 * (hidden * x72 + 2 * sequence_parallel * x204 * x294 + x435 + x67 * (x122 + x19 + x22)) + (1 - x123) * (-dense_share * x438 * x439 - frozen_base * (linear_input_bytes * tokens_mb * x449 * (1 - lora_down) + x454 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x454 * (1 - numpy.minimum(1, x73))) - heads * recompute_mla_up_proj * x18 * x436 * x67 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x317 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x67 * (linear_key_heads * x143 + 68.0 * linear_value_heads + 5 * x35) - x452) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x67 * (5 * x42 + x44) + 2 * micro_batch * seq_len * x0 * x67 * (x25 * x442 - x34 * (x443 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x24) - mlp_free_layers * x3 * x438 - moe_share * x279 * x448 + moe_share * (-x438 + x448) - moe_share * (x445 + x446 * x62) * (linear_input_bytes * x280 + x234 * (2 - x244)) - recompute_norms * x444 - x32 * x441 - x452 * x48 + x67 * (ffn * x437 + hidden * tokens_mb * (4 * x443 + 2) + x451 + x453) - (1 - 1 / 2 * linear_input_bytes) * (x436 * x449 + x444 * x450))
-    del dense_share, moe_share, x0, x122, x123, x143, x18, x19, x204, x22, x234, x24, x244, x25, x279, x280, x294, x3, x317, x32, x34, x35, x42, x435, x436, x437, x438, x439, x44, x441, x442, x443, x444, x445, x446, x448, x449, x450, x451, x452, x454, x48, x62, x72, x73
-    x456 = x236 * x453
-    del x236, x453
-    x457 = offloaded_activation_vectors * x456
-    x458 = tokens_mb * x237 * x290 + x121 * (x433 * numpy.maximum(x456, x457) + x455 * (1 - x433))
-    del x121, x237, x290, x456
-    x459 = loss_logit_chunks ** (-1.0)
-    x460 = loss_extra_bytes_per_logit * tokens_mb * x239 * x459 + 4 * x332 * (vocab * x135 * x459 + 1)
-    del x135, x239, x332, x459
-    x461 = stage_layers * x413 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x326 * numpy.minimum(x329, pp * vp + x327 * numpy.minimum(1, vp - 1)))
-    del microbatches, x326, x327, x329, x413
-    activation_bytes = linear_value_heads * x144 * x434 * x67 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x208 * numpy.minimum(1, mamba_layers) + x455 * (full_recompute + x433) + x458 * x461 + x460 + x58 * (x458 + x460) - numpy.where(numpy.greater(x461, 2), x461 - 2, 0.0) * numpy.minimum(x457, x458)
-    del tokens_mb, x144, x208, x433, x434, x455, x457, x458, x460, x461, x58, x67
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x427 + x431 + x432
-    del x427, x431, x432
-    x462 = nodes / (rack_mtbf_s * rack_nodes)
-    x463 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x464 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x465 = x462 + x463 + x464
-    system_mtbf_s = x465 ** (-1.0)
-    x466 = node_repair_s * x462
-    x467 = numpy.exp(-x466)
-    x468 = node_repair_s * x463
-    x469 = -spare_nodes
-    x470 = rack_nodes + x469
-    x471 = x466 * x467
-    del x466
-    x472 = 2 * rack_nodes + x469
-    x473 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x467 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x474 = 3 * rack_nodes + x469
-    x475 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x467 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x476 = 4 * rack_nodes + x469
-    x477 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x467 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x478 = 5 * rack_nodes + x469
-    x479 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x467 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x480 = 6 * rack_nodes + x469
-    x481 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x467 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x482 = 7 * rack_nodes + x469
-    x483 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x467 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x484 = 8 * rack_nodes + x469
-    x485 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x467 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x486 = 9 * rack_nodes + x469
-    x487 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x467 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x488 = 10 * rack_nodes + x469
-    x489 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x467 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x490 = 11 * rack_nodes + x469
-    x491 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x467 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x462 * (x467 * poisson_cdf(-x470, x468) + x471 * poisson_cdf(-x472, x468) + x473 * poisson_cdf(-x474, x468) + x475 * poisson_cdf(-x476, x468) + x477 * poisson_cdf(-x478, x468) + x479 * poisson_cdf(-x480, x468) + x481 * poisson_cdf(-x482, x468) + x483 * poisson_cdf(-x484, x468) + x485 * poisson_cdf(-x486, x468) + x487 * poisson_cdf(-x488, x468) + x489 * poisson_cdf(-x490, x468) + x491 * poisson_cdf(-12 * rack_nodes - x469, x468)) + x463 * (x467 * poisson_cdf(spare_nodes - 1, x468) + x471 * poisson_cdf(-x470 - 1, x468) + x473 * poisson_cdf(-x472 - 1, x468) + x475 * poisson_cdf(-x474 - 1, x468) + x477 * poisson_cdf(-x476 - 1, x468) + x479 * poisson_cdf(-x478 - 1, x468) + x481 * poisson_cdf(-x480 - 1, x468) + x483 * poisson_cdf(-x482 - 1, x468) + x485 * poisson_cdf(-x484 - 1, x468) + x487 * poisson_cdf(-x486 - 1, x468) + x489 * poisson_cdf(-x488 - 1, x468) + x491 * poisson_cdf(-x490 - 1, x468)) + x464)
-    del x462, x463, x464, x467, x468, x469, x470, x471, x472, x473, x474, x475, x476, x477, x478, x479, x480, x481, x482, x483, x484, x485, x486, x487, x488, x489, x490, x491
-    x492 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x493 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x465 * (x492 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x465 * (-manual_restart_s + x492 - x493))) + x492 - x493
-    del x465, x492, x493
+    x453 = x450 * x452 + x451 * (etp * hidden * linear_input_bytes + x452 * x62)
+    del x452
+    x454 = dense_share * x215 * (1 - x444)
+    del x215
+    x455 = 1 - recompute_norms
+    x456 = micro_batch * x204 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x159) / cp ** 2
+    del x159, x204
+    x457 = x67 * (x25 * x441 * x447 + x456)
+    x458 = tokens_mb * x34
+    x459 = linear_input_bytes * x33 * x445 * x455
+    del x33, x445
+    x460 = lora_rank * x439 * (lora_down + lora_k + lora_o + lora_q + lora_v + x73) + x123 * x441 * (hidden * x72 + 2 * sequence_parallel * x205 * x296 + x440 + x67 * (x122 + x19 + x22)) + (1 - x123) * (-dense_share * x443 * x444 - frozen_base * (linear_input_bytes * tokens_mb * x454 * (1 - lora_down) + x459 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x459 * (1 - numpy.minimum(1, x73))) - heads * recompute_mla_up_proj * x18 * x441 * x67 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x322 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x67 * (linear_key_heads * x144 + 68.0 * linear_value_heads + 5 * x35) - x457) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x67 * (5 * x42 + x44) + 2 * micro_batch * seq_len * x0 * x67 * (x25 * x447 - x34 * (x448 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x24) - mlp_free_layers * x3 * x443 - moe_share * x281 * x453 + moe_share * (-x443 + x453) - moe_share * (x450 + x451 * x62) * (linear_input_bytes * x282 + x236 * (2 - x246)) - recompute_norms * x449 - x32 * x446 - x457 * x48 + x67 * (ffn * x442 + hidden * tokens_mb * (4 * x448 + 2) + x456 + x458) - (1 - 1 / 2 * linear_input_bytes) * (x441 * x454 + x449 * x455))
+    del dense_share, moe_share, x0, x122, x123, x144, x18, x19, x205, x22, x236, x24, x246, x25, x281, x282, x296, x3, x32, x322, x34, x35, x42, x44, x440, x441, x442, x443, x444, x446, x447, x448, x449, x450, x451, x453, x454, x455, x456, x457, x459, x48, x62, x72, x73
+    x461 = x238 * x458
+    del x238, x458
+    x462 = offloaded_activation_vectors * x461
+    x463 = tokens_mb * x239 * x292 + x121 * (x438 * numpy.maximum(x461, x462) + x460 * (1 - x438))
+    del x121, x239, x292, x461
+    x464 = loss_logit_chunks ** (-1.0)
+    x465 = loss_extra_bytes_per_logit * tokens_mb * x241 * x464 + 4 * x337 * (vocab * x136 * x464 + 1)
+    del x136, x241, x337, x464
+    x466 = stage_layers * x418 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x331 * numpy.minimum(x334, pp * vp + x332 * numpy.minimum(1, vp - 1)))
+    del microbatches, x331, x332, x334, x418
+    activation_bytes = linear_value_heads * x145 * x439 * x67 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x209 * numpy.minimum(1, mamba_layers) + x460 * (full_recompute + x438) + x463 * x466 + x465 + x58 * (x463 + x465) - numpy.where(numpy.greater(x466, 2), x466 - 2, 0.0) * numpy.minimum(x462, x463)
+    del tokens_mb, x145, x209, x438, x439, x460, x462, x463, x465, x466, x58, x67
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x432 + x436 + x437
+    del x432, x436, x437
+    x467 = nodes / (rack_mtbf_s * rack_nodes)
+    x468 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x469 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x470 = x467 + x468 + x469
+    system_mtbf_s = x470 ** (-1.0)
+    x471 = node_repair_s * x467
+    x472 = numpy.exp(-x471)
+    x473 = node_repair_s * x468
+    x474 = -spare_nodes
+    x475 = rack_nodes + x474
+    x476 = x471 * x472
+    del x471
+    x477 = 2 * rack_nodes + x474
+    x478 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x472 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x479 = 3 * rack_nodes + x474
+    x480 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x472 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x481 = 4 * rack_nodes + x474
+    x482 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x472 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x483 = 5 * rack_nodes + x474
+    x484 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x472 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x485 = 6 * rack_nodes + x474
+    x486 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x472 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x487 = 7 * rack_nodes + x474
+    x488 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x472 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x489 = 8 * rack_nodes + x474
+    x490 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x472 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x491 = 9 * rack_nodes + x474
+    x492 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x472 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x493 = 10 * rack_nodes + x474
+    x494 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x472 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x495 = 11 * rack_nodes + x474
+    x496 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x472 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x467 * (x472 * poisson_cdf(-x475, x473) + x476 * poisson_cdf(-x477, x473) + x478 * poisson_cdf(-x479, x473) + x480 * poisson_cdf(-x481, x473) + x482 * poisson_cdf(-x483, x473) + x484 * poisson_cdf(-x485, x473) + x486 * poisson_cdf(-x487, x473) + x488 * poisson_cdf(-x489, x473) + x490 * poisson_cdf(-x491, x473) + x492 * poisson_cdf(-x493, x473) + x494 * poisson_cdf(-x495, x473) + x496 * poisson_cdf(-12 * rack_nodes - x474, x473)) + x468 * (x472 * poisson_cdf(spare_nodes - 1, x473) + x476 * poisson_cdf(-x475 - 1, x473) + x478 * poisson_cdf(-x477 - 1, x473) + x480 * poisson_cdf(-x479 - 1, x473) + x482 * poisson_cdf(-x481 - 1, x473) + x484 * poisson_cdf(-x483 - 1, x473) + x486 * poisson_cdf(-x485 - 1, x473) + x488 * poisson_cdf(-x487 - 1, x473) + x490 * poisson_cdf(-x489 - 1, x473) + x492 * poisson_cdf(-x491 - 1, x473) + x494 * poisson_cdf(-x493 - 1, x473) + x496 * poisson_cdf(-x495 - 1, x473)) + x469)
+    del x467, x468, x469, x472, x473, x474, x475, x476, x477, x478, x479, x480, x481, x482, x483, x484, x485, x486, x487, x488, x489, x490, x491, x492, x493, x494, x495, x496
+    x497 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x498 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x470 * (x497 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x470 * (-manual_restart_s + x497 - x498))) + x497 - x498
+    del x470, x497, x498
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x494 = checkpoint_bytes * x422
-    x495 = x275 * x494
-    x496 = ckpt_async * x495
-    x497 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x498 = ckpt_sync * x497
-    x499 = x300 * x494
-    del x300, x494
-    x500 = ckpt_in_memory * (x495 + x499)
-    del x495
-    x501 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x502 = grad_bytes_per_param * trainable_params * x422
-    del x422
-    x503 = optimizer_s - step_time_s
-    x504 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x275 * x502 / (1 - (1 - numpy.minimum(1, x501)) ** gockpt_steps) + x503)
-    del x275
-    checkpoint_stall_s = x496 + x498 + x500 + x504
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x496 + 2 * x498 + 2 * x500 + 2 * x504))
-    x505 = ckpt_async * x497
-    x506 = system_mtbf_s ** (-1.0)
-    x507 = checkpoint_stall_s * x506
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x502 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x503))) / numpy.log(1 - numpy.minimum(0.999999999999, x501))))) - 1) + 1
-    del x501, x502, x503
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x497) + x505), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x496 + 1 / 2 * x498 + 1 / 2 * x500 + 1 / 2 * x504), -checkpoint_stall_s + young_interval_s * (1 / 6 * x222 * numpy.sqrt(x507) + 1 / 18 * x507 + 1), system_mtbf_s)))
-    del x222, x496, x498, x500, x504
-    commit_latency_s = ckpt_gockpt * (step_time_s + x497) + x505
-    del x497, x505
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x499 + failure_restart_s
-    del failure_restart_s, x499
-    x508 = seq_len / critical_batch_tokens
-    steps = tokens * x91 * (global_batch * x508 + 1) / (global_batch * token_efficiency * (reference_batch * x508 + 1))
-    del x508, x91
+    x499 = checkpoint_bytes * x427
+    x500 = x277 * x499
+    x501 = ckpt_async * x500
+    x502 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x503 = ckpt_sync * x502
+    x504 = x302 * x499
+    del x302, x499
+    x505 = ckpt_in_memory * (x500 + x504)
+    del x500
+    x506 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x507 = grad_bytes_per_param * trainable_params * x427
+    del x427
+    x508 = optimizer_s - step_time_s
+    x509 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x277 * x507 / (1 - (1 - numpy.minimum(1, x506)) ** gockpt_steps) + x508)
+    del x277
+    checkpoint_stall_s = x501 + x503 + x505 + x509
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x501 + 2 * x503 + 2 * x505 + 2 * x509))
+    x510 = ckpt_async * x502
+    x511 = system_mtbf_s ** (-1.0)
+    x512 = checkpoint_stall_s * x511
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x507 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x508))) / numpy.log(1 - numpy.minimum(0.999999999999, x506))))) - 1) + 1
+    del x506, x507, x508
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x502) + x510), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x501 + 1 / 2 * x503 + 1 / 2 * x505 + 1 / 2 * x509), -checkpoint_stall_s + young_interval_s * (1 / 6 * x224 * numpy.sqrt(x512) + 1 / 18 * x512 + 1), system_mtbf_s)))
+    del x224, x501, x503, x505, x509
+    commit_latency_s = ckpt_gockpt * (step_time_s + x502) + x510
+    del x502, x510
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x504 + failure_restart_s
+    del failure_restart_s, x504
+    x513 = seq_len / critical_batch_tokens
+    steps = tokens * x91 * (global_batch * x513 + 1) / (global_batch * token_efficiency * (reference_batch * x513 + 1))
+    del x513, x91
     solve_time_s = step_time_s * steps
-    x509 = numpy.exp(commit_latency_s * x506)
-    x510 = numpy.exp(x506 * (checkpoint_interval_s + checkpoint_stall_s))
-    x511 = solve_time_s * x509 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x509 + x511 * (x510 - 1) - 1) * numpy.exp(restart_s * x506)
-    del x509
-    failure_stepping_s = system_mtbf_s * x511 * (x510 - numpy.exp(x507))
-    del x507, x510, x511
+    x514 = numpy.exp(commit_latency_s * x511)
+    x515 = numpy.exp(x511 * (checkpoint_interval_s + checkpoint_stall_s))
+    x516 = solve_time_s * x514 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x514 + x516 * (x515 - 1) - 1) * numpy.exp(restart_s * x511)
+    del x514
+    failure_stepping_s = system_mtbf_s * x516 * (x515 - numpy.exp(x512))
+    del x512, x515, x516
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x512 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x512)
-    x513 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x513 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x513
-    del x513
-    expected_failures = failure_wall_s * x506
-    del x506
+    x517 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x517)
+    x518 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x518 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x518
+    del x518
+    expected_failures = failure_wall_s * x511
+    del x511
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x512
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x517
     del failure_stepping_s
-    x514 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x424 * (cp_comm_s + ep_comm_s + tp_comm_s + x419) + compute_power_fraction * compute_s * x424)
-    del x419, x424
-    x515 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x514)
+    x519 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x429 * (cp_comm_s + ep_comm_s + tp_comm_s + x424) + compute_power_fraction * compute_s * x429)
+    del x424, x429
+    x520 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x519)
     del stepping_s
-    energy_gpu_j = gpus * x515
-    x516 = network_power_per_node_w + node_overhead_power_w
-    x517 = nodes * x516
+    energy_gpu_j = gpus * x520
+    x521 = network_power_per_node_w + node_overhead_power_w
+    x522 = nodes * x521
     del nodes
-    x518 = spare_nodes * (gpus_per_node * idle_power_w + x516) + x517
-    del x516
-    energy_it_j = energy_gpu_j + wall_time_s * x518
-    energy_facility_j = energy_it_j * pue
-    x519 = eval_time_s + rollbacks * x512
-    del x512
-    x520 = pue * (gpu_step_power_w * gpus + x517)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x517) * (-failure_wall_s - x514 - x519) - solve_time_s * x520 - x519 * x520
-    del failure_wall_s, x517, x519, x520
-    x521 = wall_time_s ** (-1.0)
-    gpu_power_w = x515 * x521
-    del x515
-    avg_power_w = energy_facility_j * x521
+    x523 = spare_nodes * (gpus_per_node * idle_power_w + x521) + x522
     del x521
-    peak_power_w = pue * (gpus * max_power_w + x518)
-    del x518
-    x522 = gpus + gpus_per_node * spare_nodes
-    x523 = 0.000277777777777778 * x522
-    gpu_hours = wall_time_s * x523
-    cost_cloud_usd = price_usd_per_gpu_hour * x523 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x514), wall_time_s)
-    del x514, x523
-    x524 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x524 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x522)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x523
+    energy_facility_j = energy_it_j * pue
+    x524 = eval_time_s + rollbacks * x517
+    del x517
+    x525 = pue * (gpu_step_power_w * gpus + x522)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x522) * (-failure_wall_s - x519 - x524) - solve_time_s * x525 - x524 * x525
+    del failure_wall_s, x522, x524, x525
+    x526 = wall_time_s ** (-1.0)
+    gpu_power_w = x520 * x526
+    del x520
+    avg_power_w = energy_facility_j * x526
+    del x526
+    peak_power_w = pue * (gpus * max_power_w + x523)
+    del x523
+    x527 = gpus + gpus_per_node * spare_nodes
+    x528 = 0.000277777777777778 * x527
+    gpu_hours = wall_time_s * x528
+    cost_cloud_usd = price_usd_per_gpu_hour * x528 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x519), wall_time_s)
+    del x519, x528
+    x529 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x529 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x527)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x522 * x524
-    del x522, x524
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x527 * x529
+    del x527, x529
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

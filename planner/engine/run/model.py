@@ -826,8 +826,7 @@ def microbatch_communication(x: dict, r: dict) -> dict:
             x["intra_latency_s"], x["inter_latency_s"])
         + communication.collective_overhead_time(x["collective_overhead_s"], tp))
     # CP: ring exchange of K/V chunks, hidden behind the attention core (fwd + bwd), in the
-    # softmax-attention layers (the linear-attention and Mamba layers' state hand-off is not
-    # costed)
+    # softmax-attention layers (the linear-attention layers' state hand-off is not costed)
     cp_layer = _softmax_share(x) * communication.ring_attention_comm_time(
         communication.kv_chunk_head_bytes(t, x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
                                           elem), x["cp"],
@@ -847,6 +846,11 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     ep_exposed = communication.exposed_comm_time(
         layers * share * ep_layer,
         layers * share * compute.training_pass_time(r["t_layer_fwd"], 0), x["ep_overlap"])
+    # CP of the Mamba layers: all-to-alls from sequence to head shards and back around
+    # the scan, in every pass (not hidden: the scan waits for them)
+    mamba_cp = _mamba_share(x) * communication.mamba_context_parallel_time(
+        t, _mamba_in_width(x), x["mamba_heads"] * x["mamba_head_dim"] / tp, x["cp"], elem,
+        x["full_recompute"], *_group_link(x, x["cp_intra"]))
     return {
         "tp_comm_mb": communication.exposed_comm_time(layers * tp_layer, r["compute_mb"],
                                                       x["tp_overlap"]),
@@ -854,7 +858,7 @@ def microbatch_communication(x: dict, r: dict) -> dict:
         # chunk before it: the first transfer and what the attention cannot cover exposed
         "cp_comm_mb": communication.exposed_comm_time(
             layers * cp_layer, layers * compute.training_pass_time(r["t_core"], 0),
-            x["cp_overlap"]),
+            x["cp_overlap"]) + layers * mamba_cp,
         # hidden behind the other micro-batch's whole layer (Megatron-Core's EP A2A
         # overlap, DeepSeek-V3's DualPipe), fwd + bwd; the hidden part slows the compute
         # under it by the SMs its kernels hold

@@ -73,12 +73,12 @@ def test_mamba_mixer_weights_match_megatron_module_shapes():
     assert compute.mamba2_mixer_params(h, heads, 64, 256, 8) == expected
 
 
-@pytest.mark.parametrize("model, published", [("nemotron-h-8b", 8e9),
-                                              ("nemotron-h-47b", 47e9),
-                                              ("nemotron-h-56b", 56e9)])
-def test_nemotron_h_parameter_counts_match_the_published_sizes(model, published):
+@pytest.mark.parametrize("model, published, resolution", [
+    ("nemotron-h-8b", 8e9, 1e9), ("nemotron-h-47b", 47e9, 1e9),
+    ("nemotron-h-56b", 56e9, 1e9), ("nemotron3-nano-30b-a3b", 31.6e9, 0.1e9)])
+def test_nemotron_parameter_counts_match_the_published_sizes(model, published, resolution):
     params = _run(model, hardware="gb300", gpus=64, tp=2)["params"]
-    assert params == pytest.approx(published, abs=0.5e9)  # published to the billion
+    assert params == pytest.approx(published, abs=resolution / 2)
 
 
 def test_model_flops_match_megatrons_hybrid_count():
@@ -224,3 +224,30 @@ def test_context_parallel_mamba_layers_pay_their_all_to_alls():
         4096, compute.mamba2_in_proj_width(256, 64, 256, 8) / 2, 256 * 64 / 2, 2, 2, 0,
         bandwidth, x["intra_latency_s"])
     assert two["cp_comm_s"] == pytest.approx(54 * 12 * per_layer, rel=0.02)
+
+
+def test_moe_blocks_of_a_hybrid_pattern_give_the_catalog_model(tmp_path):
+    # Nemotron 3 Nano: 'E' blocks are MoE layers without a token mixer
+    config = {"model_type": "nemotron_h", "_name_or_path": "nvidia/Nemotron-3-Nano-30B-A3B",
+              "hidden_size": 2688, "num_hidden_layers": 52, "num_attention_heads": 32,
+              "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 1856,
+              "vocab_size": 131072, "tie_word_embeddings": False,
+              "max_position_embeddings": 8192,
+              "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+              "mamba_num_heads": 64, "mamba_head_dim": 64, "ssm_state_size": 128,
+              "n_groups": 8, "n_routed_experts": 128, "num_experts_per_tok": 6,
+              "moe_intermediate_size": 1856, "n_shared_experts": 2}
+    data = model_data(json.dumps(config), "config.json", "config")
+    assert (data["mamba_layers"], data["mixer_free_layers"], data["mlp_free_layers"],
+            data["dense_layers"]) == (23, 23, 29, 0)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    layout = dict(hardware="gb200", gpus=8, tp=1, pp=1, cp=1, ep=8, micro_batch=2,
+                  global_batch=512, as_frame=False)
+    from_config = planner.evaluate(model=str(path), **layout)
+    catalog = planner.evaluate(model="nemotron3-nano-30b-a3b", **layout)
+    for key in ("params", "active_params", "step_time_s", "memory_per_gpu_bytes"):
+        assert from_config[key] == pytest.approx(catalog[key], rel=1e-12), key
+    # the MoE blocks are the MoE layers, and no dense MLP is left: 3.2-3.6 billion a token
+    # (model card, with and without the embeddings)
+    assert 3.2e9 < catalog["active_params"] < 3.7e9

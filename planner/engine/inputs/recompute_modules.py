@@ -52,8 +52,9 @@ def modules_of(x: dict) -> tuple[str, ...]:
     """The modules a model has (``x``: its run-model inputs): Megatron-Core refuses
     ``mla_up_proj`` without multi-latent attention and ``moe_act`` without experts;
     ``mlp`` needs a dense layer and ``moe`` an MoE layer."""
+    dense = x["layers"] - x["moe_layers"] - x.get("mlp_free_layers", 0)  # hybrid: MLP-free
     has = {"moe_act": x["moe_layers"] > 0, "moe": x["moe_layers"] > 0,
-           "mla_up_proj": x["kv_lora_rank"] > 0, "mlp": x["layers"] > x["moe_layers"]}
+           "mla_up_proj": x["kv_lora_rank"] > 0, "mlp": dense > 0}
     return tuple(name for name in MODULES if has.get(name, True))
 
 

@@ -296,7 +296,9 @@ def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
     """Kernel inputs describing the model architecture."""
     experts = int(getattr(model, "experts", 0) or 0)
     dense_layers = int(getattr(model, "dense_layers", 0) or 0)
-    moe_layers = (model.layers - dense_layers) if experts > 0 else 0
+    # (a hybrid model's mixer-only blocks have no MLP, MoE or dense)
+    mlp_free = int(getattr(model, "mlp_free_layers", 0) or 0)
+    moe_layers = (model.layers - dense_layers - mlp_free) if experts > 0 else 0
     return {
         "layers": float(model.layers),
         "hidden": float(model.hidden),

@@ -79,7 +79,10 @@ def valid_points(f, count: int, seed: int):
     points = []
     for attempt in range(50 * count):
         point = {a.name: _draw(a.domain, rng, integer=attempt % 2 == 1) for a in f.arguments}
-        value = float(f(**point))
+        try:
+            value = float(f(**point))
+        except ZeroDivisionError:  # a singular point (whole numbers can hit one): skip it
+            continue
         if math.isfinite(value):
             points.append((point, value))
             if len(points) == count:

@@ -23,6 +23,7 @@ import planner
 from formulas import communication, compute
 from hardware_catalog.errors import CatalogError
 from hardware_catalog.hf_config import model_data
+from planner.errors import CapplanError
 
 NEMOTRON_H_56B_PATTERN = (
     "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-"
@@ -251,3 +252,12 @@ def test_moe_blocks_of_a_hybrid_pattern_give_the_catalog_model(tmp_path):
     # the MoE blocks are the MoE layers, and no dense MLP is left: 3.2-3.6 billion a token
     # (model card, with and without the embeddings)
     assert 3.2e9 < catalog["active_params"] < 3.7e9
+
+
+def test_tp_must_divide_the_mamba_groups():
+    # Megatron-Core's MambaMixer: ngroups % tp == 0 (Nemotron-H: 8 groups, 64 attention
+    # heads); TP 16 fits the attention heads and the NVL72 domain, not the groups
+    with pytest.raises(CapplanError, match="--tp 16 does not divide the 8 heads"):
+        _run("nemotron-h-56b", hardware="gb200", gpus=256, tp=16, global_batch=768)
+    assert _run("llama3-70b", hardware="gb200", gpus=256, tp=16,
+                global_batch=768)["step_time_s"] > 0

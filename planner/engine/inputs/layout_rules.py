@@ -327,6 +327,16 @@ def _at_least_1(value):
     return value.clip(1) if hasattr(value, "clip") else max(value, 1)
 
 
+def tp_split_heads(x) -> int:
+    """The heads TP splits, as the ``heads`` of the rule context: the attention heads, and
+    with Mamba-2 layers also their heads and groups (Megatron-Core's MambaMixer asserts
+    that TP divides both): the greatest common divisor, which TP must divide."""
+    heads = int(x["heads"])
+    if x.get("mamba_layers", 0):
+        heads = math.gcd(heads, int(x["mamba_heads"]), int(x["mamba_groups"]))
+    return heads
+
+
 #: The numbers besides the layout's sizes that the rules read.
 CONTEXT_NAMES = ("domain", "heads", "kv_heads", "layers", "seq_len", "experts", "dualpipe")
 
@@ -357,7 +367,8 @@ VALIDITY: tuple[Rule, ...] = (
     _rule("tp domain", lambda v: v.tp <= v.domain,
           lambda v: f"--tp {v.tp} exceeds the scale-up domain of {v.domain} GPUs"),
     _rule("tp heads", lambda v: v.heads % _at_least_1(v.tp) == 0,
-          lambda v: f"--tp {v.tp} does not divide the {v.heads} heads"),
+          lambda v: f"--tp {v.tp} does not divide the {v.heads} heads (of the attention, "
+                    "and of a hybrid model's Mamba layers and their groups)"),
     # GQA: each TP rank holds whole key/value heads, or one head replicated on tp/kv ranks
     _rule("tp kv_heads", lambda v: (v.kv_heads % _at_least_1(v.tp) == 0)
           | (v.tp % _at_least_1(v.kv_heads) == 0),

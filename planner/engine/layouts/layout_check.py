@@ -17,6 +17,7 @@ from planner.engine.inputs.layout_rules import (
     first_broken,
     holding,
     rule_context,
+    tp_split_heads,
 )
 from planner.engine.inputs.scenario import PREFERRED_LAYOUT
 from planner.engine.layouts.space import (
@@ -32,7 +33,7 @@ from planner.errors import CapplanError
 def context_of(x: dict) -> dict:
     """The layout rules' context (:func:`planner.engine.inputs.layout_rules.rule_context`) of the
     kernel inputs ``x`` (``dualpipe``: the stack's schedule, 0 when ``x`` names none)."""
-    return rule_context(domain=x["scale_up_domain_gpus"], heads=x["heads"],
+    return rule_context(domain=x["scale_up_domain_gpus"], heads=tp_split_heads(x),
                         kv_heads=x["kv_heads"], layers=x["layers"], seq_len=x["seq_len"],
                         experts=x["experts"], dualpipe=x.get("dualpipe", 0))
 
@@ -119,7 +120,7 @@ def _searched_layouts(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: 
         sequence_parallel=(0,) if sequence_parallel is not None and not sequence_parallel
         else (0, 1))
     layout = enumerate_layouts(
-        layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
+        layers=int(x["layers"]), heads=tp_split_heads(x), kv_heads=int(x["kv_heads"]),
         seq_len=int(x["seq_len"]), experts=int(x["experts"]),
         global_batch=int(x["global_batch"]), gpus_per_node=1,  # any count is allowed here
         scale_up_domain=int(x["scale_up_domain_gpus"]), options=options)

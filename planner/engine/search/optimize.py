@@ -22,6 +22,7 @@ from planner.engine.economics.ownership import cost_parts, ownership_inputs, ren
 from planner.engine.economics.pricing import check_provider, market_priced, price_quote
 from planner.engine.inputs.assumptions import scenario_assumptions
 from planner.engine.inputs.call_checks import check_catalog
+from planner.engine.inputs.layout_rules import tp_split_heads
 from planner.engine.inputs.scenario import OBJECTIVE_COLUMNS, OBJECTIVES, Scenario
 from planner.engine.layouts.space import (
     RECOMPUTE_NAMES,
@@ -179,7 +180,7 @@ def layout_space(inputs: dict, options: SpaceOptions) -> LayoutSpace:
     """The layout space of ``inputs``' model on its accelerator and node (built once per
     process for each set of arguments: most accelerators of a catalog share one)."""
     return shared_layout_space(
-        layers=int(inputs["layers"]), heads=int(inputs["heads"]),
+        layers=int(inputs["layers"]), heads=tp_split_heads(inputs),
         kv_heads=int(inputs["kv_heads"]), seq_len=int(inputs["seq_len"]),
         experts=int(inputs["experts"]), global_batch=int(inputs["global_batch"]),
         gpus_per_node=int(inputs["gpus_per_node"]),

@@ -1475,7 +1475,7 @@ def attention_scores_bytes(seq_len, micro_batch, heads, tp, cp):
          "Megatron-LM GPT layer, Korthikanti et al. 2022, arXiv:2205.05198 s4.1 (norms, "
          "bias, dropout, residual, activation); sequence parallelism splits the h-wide ops: "
          "ibid. s4.2.2",
-         domain={"hidden": ">0", "ffn": ">0", "tp": ">=1", "sequence_parallel": "[0,1]",
+         domain={"hidden": ">0", "ffn": ">=0", "tp": ">=1", "sequence_parallel": "[0,1]",
                  "bytes_per_element": ">0"},
          symbols=_SYM, result_latex="Q_{elem}")
 def elementwise_bytes_per_token(hidden, ffn, tp, sequence_parallel, bytes_per_element):

@@ -49,7 +49,7 @@ _SYM = {
 
 
 @formula(reference=KWON + " s2.2; " + POPE + " (K and V per layer per KV head)",
-         domain={"layers": ">=1", "kv_heads": ">=1", "head_dim": ">0",
+         domain={"layers": ">=0", "kv_heads": ">=1", "head_dim": ">0",
                  "bytes_per_element": ">0"},
          symbols=_SYM, result_latex="m_{kv}")
 def kv_cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_element):
@@ -61,7 +61,7 @@ def kv_cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_element):
     Parameters
     ----------
     layers : numeric
-        Transformer layers [1].
+        Layers with softmax attention (a KV cache) [1].
     kv_heads : numeric
         Key/value heads per layer (GQA groups; = heads for MHA) [1].
     head_dim : numeric
@@ -79,9 +79,62 @@ def kv_cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_element):
     return 2 * layers * kv_heads * head_dim * bytes_per_element
 
 
+@formula(reference="Dao & Gu 2024 (Mamba-2), arXiv:2405.21060 s7 (recurrent mode: an N x P "
+         "state per head and the convolution's last taps); Yang et al. 2024 (Gated Delta "
+         "Networks), arXiv:2412.06464 (a d x d state per head); vLLM's MambaSpec / "
+         "mamba cache, " + KWON,
+         domain={"layers": ">=0", "heads": ">=1", "head_dim": ">0", "state_dim": ">0",
+                 "conv_channels": ">=0", "conv_taps": ">=1", "bytes_per_element": ">0"},
+         symbols={**_SYM, "heads": "H", "head_dim": "P", "state_dim": "N",
+                  "conv_channels": "c", "conv_taps": "w"},
+         result_latex="m_{state}")
+def recurrent_state_bytes_per_sequence(layers, heads, head_dim, state_dim, conv_channels,
+                                       conv_taps, bytes_per_element):
+    """Bytes of the recurrent state one sequence holds while it is generated, in the layers
+    whose token mixer is a state-space or linear-attention layer (no KV cache there).
+
+    Each such layer keeps one N x P state per head and the last w - 1 inputs of its short
+    convolution over c channels, whatever the sequence's length.
+
+    Parameters
+    ----------
+    layers : numeric
+        Layers with a recurrent token mixer [1].
+    heads : numeric
+        Heads of the recurrence H [1].
+    head_dim : numeric
+        Value size of a head P [1].
+    state_dim : numeric
+        State (key) size of a head N [1].
+    conv_channels : numeric
+        Channels of the short convolution c [1].
+    conv_taps : numeric
+        Taps of the convolution w [1].
+    bytes_per_element : numeric
+        Bytes of one cached element [B].
+
+    Returns
+    -------
+    numeric
+        Bytes per sequence [B].
+
+    Examples
+    --------
+    Nemotron-H 56B's 54 Mamba-2 layers (256 heads of 64, state 256, convolution over
+    16,384 + 2 x 8 x 256 channels, 4 taps), BF16: 460 MB a sequence.
+
+    >>> recurrent_state_bytes_per_sequence(54, 256, 64, 256, 20480, 4, 2) / 1e6
+    459.620352
+
+    .. math:: m_{state} = l\\,(H P N + c\\,(w - 1))\\,e
+    """
+    return layers * (heads * head_dim * state_dim + conv_channels * (conv_taps - 1)) \
+        * bytes_per_element
+
+
 @formula(reference="DeepSeek-AI 2024, DeepSeek-V2, arXiv:2405.04434 s2.1.2-2.1.3 "
          "(the compressed latent c^KV and the decoupled RoPE key k^R are cached)",
-         domain={"layers": ">=1", "kv_lora_rank": ">0", "qk_rope_head_dim": ">=0",
+         domain={"layers": ">=0", "kv_lora_rank": ">0", "qk_rope_head_dim": ">=0",
                  "bytes_per_element": ">0"},
          symbols=_SYM, result_latex="m_{kv}")
 def mla_kv_cache_bytes_per_token(layers, kv_lora_rank, qk_rope_head_dim, bytes_per_element):
@@ -178,7 +231,7 @@ def prefill_time(active_params, prompt_tokens, attention_flops, peak_flops_per_s
 
 @formula(reference="Causal self-attention: QK^T and AV are 2 s^2 d_h/2 FLOP each per head "
          "(Narayanan et al. 2021, arXiv:2104.04473 s5.1, halved for the causal mask)",
-         domain={"layers": ">=1", "heads": ">=1", "head_dim": ">0", "prompt_len": ">=0"},
+         domain={"layers": ">=0", "heads": ">=1", "head_dim": ">0", "prompt_len": ">=0"},
          symbols=_SYM, result_latex="A_{seq}")
 def causal_attention_flops(layers, heads, head_dim, prompt_len):
     """Attention-core FLOP of one causal forward pass over a sequence of length s.

@@ -21,8 +21,12 @@ from hypothesis import strategies as st
 
 import planner
 from formulas import communication, compute
+from hardware_catalog import load_catalog
 from hardware_catalog.errors import CatalogError
 from hardware_catalog.hf_config import model_data
+from planner.engine.layouts import rl
+from planner.engine.run.model import param_counts
+from planner.engine.run.run_inputs import RunChoices, base_inputs
 from planner.errors import CapplanError
 
 NEMOTRON_H_56B_PATTERN = (
@@ -261,3 +265,28 @@ def test_tp_must_divide_the_mamba_groups():
         _run("nemotron-h-56b", hardware="gb200", gpus=256, tp=16, global_batch=768)
     assert _run("llama3-70b", hardware="gb200", gpus=256, tp=16,
                 global_batch=768)["step_time_s"] > 0
+
+
+def _generation(model):
+    x = base_inputs(load_catalog(), RunChoices(model=model, hardware="h100-sxm"))
+    counts = param_counts(x)
+    config = rl.RLConfig(prompts=8, group_size=8, prompt_len=512, response_len=1024,
+                         response_cv=0.0, mode="disaggregated")
+    return rl.generation_time(x, config, counts["params"], counts["active_params"], 8, 8)
+
+
+def test_rollouts_cache_keys_and_values_of_the_attention_layers_only(tmp_path):
+    # vLLM's hybrid cache: K and V in the 10 attention layers of Nemotron-H 56B (8 KV
+    # heads of 128, BF16), a fixed-size state per sequence in its 54 Mamba layers
+    gen = _generation("nemotron-h-56b")
+    assert float(gen["kv_bytes_per_token"]) == 2 * 10 * 8 * 128 * 2
+    # a model of Mamba-2 layers only caches no key or value and still generates
+    path = tmp_path / "mamba.toml"
+    path.write_text('schema_version = 1\nkind = "model"\nid = "mamba2"\nname = "m"\n'
+                    'source = "test"\nas_of = 2025-01-01\nlayers = 48\nhidden = 2048\n'
+                    'heads = 16\nvocab = 50280\nseq_len = 4096\ntied_embeddings = true\n'
+                    'mamba_layers = 48\nmamba_heads = 64\nmamba_head_dim = 64\n'
+                    'mamba_state_dim = 128\nmamba_groups = 1\nmlp_free_layers = 48\n')
+    gen = _generation(str(path))
+    assert float(gen["kv_bytes_per_token"]) == 0
+    assert 0 < float(gen["generation_s"]) < np.inf

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from formulas import communication, inference
+from formulas import communication, compute, inference
 from hardware_catalog import load_catalog
 from planner.engine.inputs.scenario import check_overrides
 from planner.engine.layouts.evaluator import LayoutRequest, evaluate_run
@@ -201,12 +201,17 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
     prompts = np.ceil(rl.prompts / engines)
     mu, cv, cap, p = rl.response_len, rl.response_cv, rl.response_cap, rl.prompt_len
     mla = x["kv_lora_rank"] > 0
+    # a KV cache in the softmax-attention layers only; the linear-attention and Mamba
+    # layers hold a recurrent state of fixed size per sequence instead
+    attention_layers = _softmax_attention_layers(x)
     kv_token = np.where(
-        mla, inference.mla_kv_cache_bytes_per_token(x["layers"], max(x["kv_lora_rank"], 1.0),
+        mla, inference.mla_kv_cache_bytes_per_token(attention_layers,
+                                                    max(x["kv_lora_rank"], 1.0),
                                                     x["qk_rope_head_dim"],
                                                     rl.kv_bytes_per_element),
-        inference.kv_cache_bytes_per_token(x["layers"], x["kv_heads"], x["head_dim"],
+        inference.kv_cache_bytes_per_token(attention_layers, x["kv_heads"], x["head_dim"],
                                            rl.kv_bytes_per_element))
+    state = _recurrent_state_bytes(x, rl.kv_bytes_per_element)  # per sequence, split over TP
     # KV heads split over the engine's TP ranks (replicated beyond kv_heads); the MLA latent
     # is replicated on every rank
     kv_shard = np.where(mla, 1.0, np.minimum(m, x["kv_heads"]))
@@ -214,7 +219,7 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
     # paged cache: a sequence holds its prompt and (on average) its mean response
     concurrent_max = inference.max_concurrent_sequences(
         rl.memory_fraction * x["hbm_bytes"], weights / m, x["memory_reserve_bytes"],
-        kv_token * (p + mu) / kv_shard)
+        kv_token * (p + mu) / kv_shard + state / m)
     fits = engines_ok & (concurrent_max >= 1)
     concurrent = np.maximum(np.minimum(np.minimum(n, concurrent_max), rl.max_num_seqs), 1)
     longest = np.minimum(inference.expected_max_response_len(concurrent, mu, cv), cap)
@@ -225,15 +230,18 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
         batch, np.maximum(x["experts"], 1), np.maximum(x["experts_per_token"], 1)), 0.0)
     weight_step = (params - expert + expert * touched) * rl.inference_bytes_per_param / m
     kv_reads = inference.kv_tokens_read_per_sequence(p, mu, cv)
-    attention_per_read = 4 * x["layers"] * x["heads"] * x["head_dim"]  # QK and AV, 2 FLOP each
+    attention_per_read = 4 * attention_layers * x["heads"] * x["head_dim"]  # QK, AV: 2 FLOP
     decode_flops = n * (2 * active_params * mu + attention_per_read * kv_reads) / m
-    decode_s = inference.decode_time(steps, weight_step, n * kv_reads * kv_token / kv_shard,
+    # (each decoded token reads and writes its sequence's recurrent state)
+    decode_s = inference.decode_time(steps, weight_step, n * kv_reads * kv_token / kv_shard
+                                     + 2 * n * mu * state / m,
                                      decode_flops, x["hbm_bandwidth_bytes_per_s"],
                                      decode_efficiency(x, rl), x["peak_flops_per_s"],
                                      x["gemm_max_efficiency"])
     prefill_s = inference.prefill_time(
         active_params / m, prompts * p,
-        prompts * inference.causal_attention_flops(x["layers"], x["heads"], x["head_dim"], p) / m,
+        prompts * inference.causal_attention_flops(attention_layers, x["heads"], x["head_dim"],
+                                                   p) / m,
         x["peak_flops_per_s"], x["gemm_max_efficiency"])
     # two all-reduces of the step's hidden states (in the engine's dtype) per layer
     # (Megatron TP), per decode step, inside the scale-up domain or (an engine of several
@@ -245,7 +253,10 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
         communication.achievable_bandwidth(x["scale_out_bandwidth_bytes_per_s"],
                                            x["scale_out_bus_efficiency"]))
     latency = communication.group_latency(intra, x["intra_latency_s"], x["inter_latency_s"])
-    tp_comm_s = np.where(m > 1, steps * 2 * x["layers"] * communication.ring_allreduce_time(
+    # (one a block in a hybrid model's one-part blocks)
+    blocks = 2 * x["layers"] * compute.hybrid_block_share(
+        x["layers"], x.get("mixer_free_layers", 0.0), x.get("mlp_free_layers", 0.0))
+    tp_comm_s = np.where(m > 1, steps * blocks * communication.ring_allreduce_time(
         batch * x["hidden"] * rl.inference_bytes_per_param, np.maximum(m, 2), bandwidth,
         latency), 0.0)
     total = prefill_s + decode_s + tp_comm_s
@@ -253,6 +264,29 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
             "generation_s": np.where(fits, total, np.inf), "concurrent": concurrent,
             "decode_steps": steps, "longest_response": longest, "engines": engines,
             "kv_bytes_per_token": kv_token}
+
+
+def _softmax_attention_layers(x: dict):
+    """Layers whose token mixer is softmax attention (a KV cache): not linear attention,
+    not Mamba-2, not a hybrid model's MLP-only blocks."""
+    return x["layers"] - x.get("linear_attention_layers", 0.0) - x.get("mamba_layers", 0.0) \
+        - x.get("mixer_free_layers", 0.0)
+
+
+def _recurrent_state_bytes(x: dict, bytes_per_element):
+    """Recurrent state one sequence holds in the Mamba-2 and Gated DeltaNet layers."""
+    mamba_inner = x.get("mamba_heads", 1.0) * x.get("mamba_head_dim", 1.0)
+    linear_width = x.get("linear_head_dim", 1.0) * (
+        2 * x.get("linear_key_heads", 1.0) + x.get("linear_value_heads", 1.0))
+    return inference.recurrent_state_bytes_per_sequence(
+        x.get("mamba_layers", 0.0), x.get("mamba_heads", 1.0), x.get("mamba_head_dim", 1.0),
+        x.get("mamba_state_dim", 1.0),
+        mamba_inner + 2 * x.get("mamba_groups", 1.0) * x.get("mamba_state_dim", 1.0),
+        compute.MAMBA_CONV_TAPS, bytes_per_element) \
+        + inference.recurrent_state_bytes_per_sequence(
+            x.get("linear_attention_layers", 0.0), x.get("linear_value_heads", 1.0),
+            x.get("linear_head_dim", 1.0), x.get("linear_head_dim", 1.0), linear_width,
+            compute.MAMBA_CONV_TAPS, bytes_per_element)
 
 
 def forward_time(columns: dict):

@@ -147,6 +147,9 @@ def _layer_types(config: dict, shown: str, layers: int) -> list[str] | None:
 
 #: Block kinds of a hybrid_override_pattern (Megatron-Core's hybrid layer allocation).
 HYBRID_BLOCKS = {"M": "Mamba-2", "*": "attention", "-": "MLP", "E": "MoE"}
+#: Megatron-Core's other block kinds (hybrid_layer_allocation.Symbols), not read from a
+#: config.json: their shapes need keys the NemotronH config does not have.
+UNREAD_BLOCKS = {"G": "Gated DeltaNet", "D": "DeepSeek (MLA) attention"}
 
 
 def _hybrid_pattern(config: dict, read: _Reader, shown: str, layers: int) -> dict:
@@ -159,8 +162,11 @@ def _hybrid_pattern(config: dict, read: _Reader, shown: str, layers: int) -> dic
                            f"layer ({layers}), got {_shown(pattern)}")
     other = sorted(set(pattern) - set(HYBRID_BLOCKS))
     if other:
-        raise CatalogError(f"{shown}: hybrid_override_pattern: '{other[0]}' is not a block "
-                           f"kind; expected {', '.join(HYBRID_BLOCKS)} ("
+        known = UNREAD_BLOCKS.get(other[0])
+        kind = f"a {known} block, which a config.json does not describe here (write a " \
+            "model TOML)" if known else "not a block kind"
+        raise CatalogError(f"{shown}: hybrid_override_pattern: '{other[0]}' is {kind}; "
+                           f"expected {', '.join(HYBRID_BLOCKS)} ("
                            f"{', '.join(HYBRID_BLOCKS.values())})")
     mamba = pattern.count("M")
     data = {"mixer_free_layers": pattern.count("-") + pattern.count("E"),

@@ -189,7 +189,9 @@ def test_hybrid_pattern_of_a_config_json_gives_the_catalog_model():
 
 @pytest.mark.parametrize("pattern, message", [
     ("M-M", "expected one character a layer (118)"),
-    (NEMOTRON_H_56B_PATTERN[:-1] + "G", "'G' is not a block kind; expected M, *, -, E"),
+    (NEMOTRON_H_56B_PATTERN[:-1] + "Q", "'Q' is not a block kind; expected M, *, -, E"),
+    (NEMOTRON_H_56B_PATTERN[:-1] + "G", "'G' is a Gated DeltaNet block, which a config.json "
+                                        "does not describe here (write a model TOML)"),
 ])
 def test_bad_hybrid_pattern_is_one_clear_error(pattern, message):
     config = {"hidden_size": 8192, "num_hidden_layers": 118, "num_attention_heads": 64,

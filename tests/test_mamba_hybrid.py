@@ -40,27 +40,21 @@ PUBLISHED_LAYOUTS = [("gb300", 64, 2, 1), ("gb200", 64, 2, 1), ("b200", 64, 2, 1
                      ("b200", 32, 4, 2), ("h100-sxm", 64, 8, 1)]
 
 
-def _split_model(tmp_path, layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336):
-    """Llama 3 8B's shape written as 2 x layers one-part blocks."""
-    path = tmp_path / "split.toml"
-    path.write_text(f"""schema_version = 1
-kind = "model"
-id = "split"
-name = "split"
-source = "test: a transformer as one-part blocks"
-as_of = 2024-04-18
-layers = {2 * layers}
-hidden = {hidden}
-heads = {heads}
-kv_heads = {kv_heads}
-ffn = {ffn}
-gated_mlp = true
-vocab = 128256
-seq_len = 8192
-mixer_free_layers = {layers}
-mlp_free_layers = {layers}
-""")
+def _model_file(directory, model_id, **fields):
+    """A model TOML of ``fields`` (shape keys and values) in ``directory``."""
+    path = directory / f"{model_id}.toml"
+    body = "".join(f"{key} = {str(value).lower() if isinstance(value, bool) else value}\n"
+                   for key, value in fields.items())
+    path.write_text(f'schema_version = 1\nkind = "model"\nid = "{model_id}"\n'
+                    f'name = "{model_id}"\nsource = "test"\nas_of = 2025-04-10\n{body}')
     return str(path)
+
+
+def _split_model(tmp_path, layers=32):
+    """Llama 3 8B's shape written as 2 x layers one-part blocks."""
+    return _model_file(tmp_path, "split", layers=2 * layers, hidden=4096, heads=32,
+                       kv_heads=8, ffn=14336, gated_mlp=True, vocab=128256, seq_len=8192,
+                       mixer_free_layers=layers, mlp_free_layers=layers)
 
 
 def _run(model, **kw):
@@ -116,30 +110,12 @@ def test_a_transformer_as_one_part_blocks_is_the_same_model(tmp_path, stack):
 
 
 def _hybrid_file(directory, attention, mamba, mlp):
-    path = directory / f"hybrid-{attention}-{mamba}-{mlp}.toml"
-    path.write_text(f"""schema_version = 1
-kind = "model"
-id = "hybrid-{attention}-{mamba}-{mlp}"
-name = "hybrid"
-source = "test: one-part blocks"
-as_of = 2025-04-10
-layers = {attention + mamba + mlp}
-hidden = 2048
-heads = 16
-kv_heads = 8
-ffn = 8192
-gated_mlp = false
-vocab = 32000
-seq_len = 4096
-mamba_layers = {mamba}
-mamba_heads = 64
-mamba_head_dim = 64
-mamba_state_dim = 128
-mamba_groups = 8
-mixer_free_layers = {mlp}
-mlp_free_layers = {attention + mamba}
-""")
-    return str(path)
+    return _model_file(directory, f"hybrid-{attention}-{mamba}-{mlp}",
+                       layers=attention + mamba + mlp, hidden=2048, heads=16, kv_heads=8,
+                       ffn=8192, gated_mlp=False, vocab=32000, seq_len=4096,
+                       mamba_layers=mamba, mamba_heads=64, mamba_head_dim=64,
+                       mamba_state_dim=128, mamba_groups=8, mixer_free_layers=mlp,
+                       mlp_free_layers=attention + mamba)
 
 
 @settings(max_examples=15, deadline=None)
@@ -283,12 +259,10 @@ def test_rollouts_cache_keys_and_values_of_the_attention_layers_only(tmp_path):
     gen = _generation("nemotron-h-56b")
     assert float(gen["kv_bytes_per_token"]) == 2 * 10 * 8 * 128 * 2
     # a model of Mamba-2 layers only caches no key or value and still generates
-    path = tmp_path / "mamba.toml"
-    path.write_text('schema_version = 1\nkind = "model"\nid = "mamba2"\nname = "m"\n'
-                    'source = "test"\nas_of = 2025-01-01\nlayers = 48\nhidden = 2048\n'
-                    'heads = 16\nvocab = 50280\nseq_len = 4096\ntied_embeddings = true\n'
-                    'mamba_layers = 48\nmamba_heads = 64\nmamba_head_dim = 64\n'
-                    'mamba_state_dim = 128\nmamba_groups = 1\nmlp_free_layers = 48\n')
-    gen = _generation(str(path))
+    path = _model_file(tmp_path, "mamba2", layers=48, hidden=2048, heads=16, vocab=50280,
+                       seq_len=4096, tied_embeddings=True, mamba_layers=48, mamba_heads=64,
+                       mamba_head_dim=64, mamba_state_dim=128, mamba_groups=1,
+                       mlp_free_layers=48)
+    gen = _generation(path)
     assert float(gen["kv_bytes_per_token"]) == 0
     assert 0 < float(gen["generation_s"]) < np.inf

@@ -492,23 +492,17 @@ def attention_times(x: dict, r: dict) -> dict:
     The projections are GEMMs at the run's precision; the fused attention core (and the
     linear-attention delta rule) runs at ``attention_peak_flops_per_s``, the BF16 peak under
     FP8/FP4 recipes (:func:`planner.engine.inputs.scenario.attention_precision`)."""
-    h, s, tp, t = x["hidden"], x["seq_len"], x["tp"], r["tokens_mb"]
+    h, tp, t = x["hidden"], x["tp"], r["tokens_mb"]
     qkv = _qkv_width(x)
     out_width = _out_width(x)
     # the average layer: the linear-attention share of the layers runs Gated DeltaNet (its
     # projections and the chunked delta rule), the others softmax attention
     share = _linear_share(x)
     core, scores = _softmax_core_times(x, t)
-    linear_efficiency = compute.attention_core_efficiency(
-        t, x["linear_head_dim"], s, 0, x["attention_efficiency_factor"],
-        x["attention_gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
-    linear_core = compute.roofline_time(
-        share * t * _linear_core_flops(x) / tp,
-        share * compute.gated_delta_rule_bytes(t, x["linear_value_heads"], x["linear_head_dim"],
-                                               compute.GATED_DELTA_CHUNK, tp,
-                                               x["bytes_per_element"]),
-        x["attention_peak_flops_per_s"], linear_efficiency, x["hbm_bandwidth_bytes_per_s"],
-        x["hbm_efficiency"])
+    linear_core = _recurrent_core_time(
+        x, t, share, x["linear_head_dim"], _linear_core_flops(x),
+        compute.gated_delta_rule_bytes(t, x["linear_value_heads"], x["linear_head_dim"],
+                                       compute.GATED_DELTA_CHUNK, tp, x["bytes_per_element"]))
     linear_in = compute.projection_width(_linear_mixer_params(x), h, tp) \
         - x["linear_value_heads"] * x["linear_head_dim"] / tp  # the output projection's share
     linear_out = x["linear_value_heads"] * x["linear_head_dim"] / tp
@@ -516,16 +510,10 @@ def attention_times(x: dict, r: dict) -> dict:
     # the convolution and the gated norm around it (BF16, roofline of its FLOPs and bytes)
     mamba = _mamba_share(x)
     mamba_in, mamba_out = _mamba_in_width(x), x["mamba_heads"] * x["mamba_head_dim"] / tp
-    mamba_efficiency = compute.attention_core_efficiency(
-        t, x["mamba_head_dim"], s, 0, x["attention_efficiency_factor"],
-        x["attention_gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
-    mamba_core = compute.roofline_time(
-        mamba * t * _ssd_core_flops(x) / tp,
-        mamba * compute.ssd_bytes(t, x["mamba_heads"], x["mamba_head_dim"],
-                                  x["mamba_state_dim"], x["mamba_groups"], compute.SSD_CHUNK,
-                                  tp, x["bytes_per_element"]),
-        x["attention_peak_flops_per_s"], mamba_efficiency, x["hbm_bandwidth_bytes_per_s"],
-        x["hbm_efficiency"])
+    mamba_core = _recurrent_core_time(
+        x, t, mamba, x["mamba_head_dim"], _ssd_core_flops(x),
+        compute.ssd_bytes(t, x["mamba_heads"], x["mamba_head_dim"], x["mamba_state_dim"],
+                          x["mamba_groups"], compute.SSD_CHUNK, tp, x["bytes_per_element"]))
     softmax = _softmax_share(x)
     return {
         "t_qkv": softmax * _gemm(x, t, qkv, h, minimum(minimum(t, h), qkv))
@@ -537,6 +525,19 @@ def attention_times(x: dict, r: dict) -> dict:
         + share * _gemm(x, t, h, linear_out, minimum(minimum(t, h), linear_out))
         + mamba * _gemm(x, t, h, mamba_out, minimum(minimum(t, h), mamba_out)),
     }
+
+
+def _recurrent_core_time(x: dict, t, share, head_dim, flops_per_token, bytes_moved):
+    """Forward time of a chunked recurrent core (the gated delta rule, the Mamba-2 scan) on
+    the ``share`` of the layers that run it, one rank: in BF16 at the fused attention
+    kernel's efficiency for its head size, against the HBM traffic of one such layer."""
+    efficiency = compute.attention_core_efficiency(
+        t, head_dim, x["seq_len"], 0, x["attention_efficiency_factor"],
+        x["attention_gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
+    return compute.roofline_time(
+        share * t * flops_per_token / x["tp"], share * bytes_moved,
+        x["attention_peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"],
+        x["hbm_efficiency"])
 
 
 def _mamba_in_width(x: dict):

@@ -177,6 +177,39 @@ def embedding_params(vocab, hidden, embedding_matrices):
     return embedding_matrices * vocab * hidden
 
 
+@formula(reference="NVIDIA 2026 (Nemotron 3 Super), arXiv:2604.12374 (LatentMoE: tokens "
+         "projected to a latent space for routing to the experts and back); NVIDIA/Megatron-LM"
+         "@d98e8a6 megatron/core/transformer/moe/moe_layer.py (fc1_latent_proj h -> l, "
+         "fc2_latent_proj l -> h, duplicated over TP)",
+         domain={"hidden": ">0", "latent_dim": ">0"},
+         symbols={**_SYM, "latent_dim": r"\ell"}, result_latex="P_{lmoe}")
+def moe_latent_projection_params(hidden, latent_dim):
+    """Weights of a LatentMoE layer's two latent projections: the routed tokens go down
+    from h to the latent size before the dispatch and back up after the combine; the
+    routed experts work in the latent size, the shared experts in h.
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h [1].
+    latent_dim : numeric
+        Latent size of the routed experts l [1].
+
+    Returns
+    -------
+    numeric
+        Weights per MoE layer [1].
+
+    Examples
+    --------
+    >>> moe_latent_projection_params(4096, 1024)  # Nemotron 3 Super
+    8388608.0
+
+    .. math:: P_{lmoe} = 2 h \\ell
+    """
+    return 2 * hidden * latent_dim
+
+
 @formula(reference="Fedus et al. 2022 (Switch), arXiv:2101.03961 s2.1 (router h x E); "
          "shared experts: Dai et al. 2024 (DeepSeekMoE), arXiv:2401.06066 s3.2",
          domain={"hidden": ">0", "moe_ffn": ">0", "experts": ">=1", "shared_experts": ">=0",

@@ -14,7 +14,7 @@ DeepseekV3Config, GptOssConfig, Gemma2Config; GPT-2 style names (``n_embd``, ``n
 ``n_head``, ``n_inner``) are read as their aliases. A hybrid Mamba-Transformer's
 ``hybrid_override_pattern`` (NemotronHConfig: one character a block, ``M`` Mamba-2, ``*``
 attention, ``-`` MLP, ``E`` MoE) gives its Mamba, mixer-free and MLP-free layers, with
-``mamba_num_heads``, ``mamba_head_dim``, ``ssm_state_size`` and ``n_groups``. Other
+``mamba_num_heads``, ``mamba_head_dim``, ``ssm_state_size`` and ``n_groups``, and LatentMoE's ``moe_latent_size``. Other
 layers that are not attention (gated delta-rule ``layer_types``) are refused: their shapes
 need a model TOML.
 """
@@ -86,6 +86,9 @@ def model_data(text: str, shown: str, stem: str) -> dict:
     if head_dim is not None and head_dim * heads != hidden:
         data["head_dim"] = head_dim
     data.update(_experts(read, ffn))
+    latent = read.whole("moe_latent_size", default=None)  # LatentMoE (Nemotron 3 Super)
+    if latent is not None:
+        data["moe_latent_dim"] = latent
     data.update(_latent_attention(read))
     window = read.whole("sliding_window", default=None)
     sliding = layer_types.count(SLIDING) if layer_types else None

@@ -405,6 +405,9 @@ class ModelSpec(Entry):
     moe_ffn: int | None = Field(default=None, ge=1)
     dense_layers: int = Field(default=0, ge=0)  # leading dense layers of an MoE model
     shared_experts: int = Field(default=0, ge=0)
+    # LatentMoE (Nemotron 3 Super): the routed experts work in this latent size, the tokens
+    # projected down from hidden before the dispatch and up after the combine
+    moe_latent_dim: int | None = Field(default=None, ge=1)
     # multi-head latent attention (DeepSeek-V2/V3); all None for standard attention
     q_lora_rank: int | None = Field(default=None, ge=1)
     kv_lora_rank: int | None = Field(default=None, ge=1)
@@ -526,7 +529,12 @@ class ModelSpec(Entry):
             _check(problems, self.dense_layers + self.mlp_free_layers < self.layers,
                    "dense_layers", f"expected fewer than layers ({self.layers}) minus the "
                    f"MLP-free layers ({self.mlp_free_layers})")
+            if self.moe_latent_dim is not None:
+                _check(problems, self.moe_latent_dim <= self.hidden, "moe_latent_dim",
+                       f"expected at most hidden ({self.hidden}), got {self.moe_latent_dim}")
         else:
+            _check(problems, self.moe_latent_dim is None, "moe_latent_dim",
+                   "given without experts; set experts or remove it")
             for k in ("experts_per_token", "dense_layers", "shared_experts"):
                 _check(problems, getattr(self, k) == 0, k, "expected 0 for a dense model (experts = 0)")
         _positive(problems, self, "params_published", "active_params_published")

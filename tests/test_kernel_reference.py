@@ -65,6 +65,7 @@ SHAPE_NEUTRAL = {
     "mamba_groups": lambda x: 0 * x["hidden"] + 1,
     "mixer_free_layers": lambda x: 0 * x["hidden"],
     "mlp_free_layers": lambda x: 0 * x["hidden"],
+    "moe_latent_dim": lambda x: 0 * x["hidden"],
 }
 #: Inputs added after the fixture was written, at the values that leave the model as it
 #: was: no network, rack or software failure domain (rate exactly 0), no detection time,

@@ -266,3 +266,44 @@ def test_rollouts_cache_keys_and_values_of_the_attention_layers_only(tmp_path):
     gen = _generation(path)
     assert float(gen["kv_bytes_per_token"]) == 0
     assert 0 < float(gen["generation_s"]) < np.inf
+
+
+def test_nemotron3_super_sizes_match_the_published_ones():
+    # arXiv:2604.12374: 120.6B weights, 12.7B active; the count assumes 32 query heads and
+    # 8 Mamba groups (not in the sources read) and leaves out the MTP block
+    r = _run("nemotron3-super-120b-a12b", hardware="gb300", gpus=64, tp=1, ep=64,
+             global_batch=512)
+    assert r["params"] == pytest.approx(120.6e9, rel=0.002)
+    assert r["active_params"] == pytest.approx(12.7e9, rel=0.01)
+
+
+def _moe_file(directory, latent):
+    fields = dict(layers=8, hidden=2048, heads=16, kv_heads=4, ffn=1024, gated_mlp=True,
+                  vocab=32000, seq_len=4096, experts=64, experts_per_token=8, moe_ffn=1024)
+    if latent:
+        fields["moe_latent_dim"] = latent
+    return _model_file(directory, f"moe-latent-{latent}", **fields)
+
+
+def test_latent_moe_dispatches_and_computes_in_the_latent_size(tmp_path):
+    kw = dict(hardware="h100-sxm", gpus=64, tp=1, ep=16, global_batch=64, seq_len=4096)
+    plain = _run(_moe_file(tmp_path, 0), **kw)
+    same = _run(_moe_file(tmp_path, 2048), **kw)  # a latent as wide as the hidden size
+    narrow = _run(_moe_file(tmp_path, 512), **kw)
+    # at l = h only the two h x h projections are added, in every MoE layer
+    assert same["params"] - plain["params"] == 8 * 2 * 2048 * 2048
+    assert same["ep_comm_s"] == pytest.approx(plain["ep_comm_s"], rel=1e-12)
+    # a narrower latent: the routed experts' weights and the dispatched bytes shrink
+    routed = 8 * 64 * 3 * 1024
+    assert narrow["params"] == pytest.approx(
+        plain["params"] - routed * (2048 - 512) + 8 * 2 * 2048 * 512, rel=1e-12)
+    assert narrow["ep_comm_s"] < 0.5 * plain["ep_comm_s"]
+    assert narrow["step_time_s"] < plain["step_time_s"]
+
+
+def test_moe_latent_size_of_a_config_json_is_read():
+    config = {"hidden_size": 4096, "num_hidden_layers": 8, "num_attention_heads": 32,
+              "vocab_size": 131072, "max_position_embeddings": 8192,
+              "n_routed_experts": 512, "num_experts_per_tok": 22,
+              "moe_intermediate_size": 2688, "moe_latent_size": 1024}
+    assert model_data(json.dumps(config), "config.json", "config")["moe_latent_dim"] == 1024

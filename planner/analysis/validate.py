@@ -139,14 +139,15 @@ SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
                   # no Mamba-2 layers, every layer a mixer and an MLP
                   "mamba_layers": 0.0, "mamba_heads": 1.0, "mamba_head_dim": 1.0,
                   "mamba_state_dim": 1.0, "mamba_groups": 1.0, "mixer_free_layers": 0.0,
-                  "mlp_free_layers": 0.0}
+                  "mlp_free_layers": 0.0, "moe_latent_dim": 0.0}
 #: The shape inputs of SHAPE_DEFAULTS that describe the attention, the MTP modules and the
 #: linear-attention layers.
 ATTENTION_SHAPE = ("head_dim", "v_head_dim", "q_lora_rank", "kv_lora_rank",
                    "qk_rope_head_dim", "window", "window_layers", "attention_sinks", "mtp_layers",
                    "linear_attention_layers", "linear_key_heads", "linear_value_heads",
                    "linear_head_dim", "mamba_layers", "mamba_heads", "mamba_head_dim",
-                   "mamba_state_dim", "mamba_groups", "mixer_free_layers", "mlp_free_layers")
+                   "mamba_state_dim", "mamba_groups", "mixer_free_layers", "mlp_free_layers",
+                   "moe_latent_dim")
 
 
 @dataclass(frozen=True)

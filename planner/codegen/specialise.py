@@ -38,6 +38,7 @@ FEATURES = {
     "linear attention layers": ("linear_attention_layers",),
     "hybrid Mamba-2 and one-part layers": ("mamba_layers", "mixer_free_layers",
                                            "mlp_free_layers"),
+    "latent MoE": ("moe_latent_dim",),
     "sliding-window attention layers": ("window_layers",),
     "attention sinks": ("attention_sinks",),
     "multi-token prediction": ("mtp_layers",),

@@ -189,6 +189,8 @@ GLOSSARY: dict[str, Term] = {
     "linear_value_heads": Term("1", "value heads of the linear-attention layers", COUNT),
     "linear_head_dim": Term("1", "key and value head size of the linear-attention layers",
                             COUNT),
+    "moe_latent_dim": Term("1", "latent size the routed experts work in (LatentMoE; 0: hidden)",
+                           COUNT0),
     "mamba_layers": Term("1", "layers whose token mixer is a Mamba-2 SSD layer (0: none)",
                          COUNT0),
     "mamba_heads": Term("1", "SSM heads of the Mamba-2 layers", COUNT),

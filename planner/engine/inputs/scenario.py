@@ -352,6 +352,8 @@ def attention_shape_inputs(model, seq_len: float) -> dict[str, float]:
         "mtp_layers": float(getattr(model, "mtp_layers", 0) or 0),
         **linear_attention_inputs(model),
         **hybrid_inputs(model),
+        # LatentMoE's latent size of the routed experts (0: they work in hidden)
+        "moe_latent_dim": float(getattr(model, "moe_latent_dim", None) or 0),
     }
 
 

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'mamba_layers', 'mamba_heads', 'mamba_head_dim', 'mamba_state_dim', 'mamba_groups', 'mixer_free_layers', 'mlp_free_layers', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'remat_keeps_named_only', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'attention_block_tokens', 'attention_block_tokens_bwd', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'moe_latent_dim', 'mamba_layers', 'mamba_heads', 'mamba_head_dim', 'mamba_state_dim', 'mamba_groups', 'mixer_free_layers', 'mlp_free_layers', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'remat_keeps_named_only', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'attention_block_tokens', 'attention_block_tokens_bwd', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, mamba_layers, mamba_heads, mamba_head_dim, mamba_state_dim, mamba_groups, mixer_free_layers, mlp_free_layers, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, remat_keeps_named_only, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, attention_block_tokens, attention_block_tokens_bwd, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, moe_latent_dim, mamba_layers, mamba_heads, mamba_head_dim, mamba_state_dim, mamba_groups, mixer_free_layers, mlp_free_layers, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, remat_keeps_named_only, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, attention_block_tokens, attention_block_tokens_bwd, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -21,807 +21,817 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x5 = -mlp_free_layers - moe_layers - x4
     dense_share = x3 * x5
     nodes = gpus / gpus_per_node
-    x6 = hidden * mlp_matrices
-    x7 = moe_ffn * x6
-    x8 = experts * hidden
-    x9 = experts + shared_experts
-    x10 = x7 * x9 + x8
-    x11 = numpy.minimum(1, moe_layers)
-    x12 = hidden ** 2
-    x13 = 2.0 * x12
-    x14 = 1 - x11
-    x15 = ffn * x6
-    x16 = heads * v_head_dim
-    x17 = hidden * x16
-    x18 = numpy.minimum(1, kv_lora_rank)
-    x19 = head_dim * heads
-    x20 = hidden * x19
-    x21 = head_dim * kv_heads
-    x22 = kv_heads * v_head_dim
-    x23 = (1 - x18) * (hidden * x21 + hidden * x22 + x20)
-    x24 = kv_lora_rank + qk_rope_head_dim
-    x25 = head_dim + v_head_dim
-    x26 = numpy.minimum(1, q_lora_rank)
-    x27 = x18 * (heads * kv_lora_rank * (-qk_rope_head_dim + x25) + hidden * x24 + x20 * (1 - x26) + x26 * (hidden * q_lora_rank + q_lora_rank * x19))
-    del x20, x26
-    x28 = x23 + x27
-    x29 = kv_lora_rank + 1.0 * q_lora_rank + x17 + x28
-    x30 = 5 * hidden + x13 + x14 * x15 + x29
-    x31 = mixer_free_layers + mlp_free_layers
-    x32 = x3 * x31
-    x33 = 1 - 1 / 2 * x32
-    x34 = 2 * hidden
-    x35 = linear_head_dim * linear_value_heads
-    x36 = 2 * linear_value_heads
-    x37 = linear_head_dim * x36
-    x38 = 2 * linear_head_dim * linear_key_heads + x36 + x37
-    del x36
-    x39 = hidden * x35 + hidden * x38
-    x40 = linear_attention_layers * x3
-    x41 = mamba_groups * mamba_state_dim
-    x42 = mamba_head_dim * mamba_heads
-    x43 = 2 * x42
-    x44 = mamba_heads + 2 * x41
-    x45 = x43 + x44
-    x46 = hidden * x45
-    x47 = mamba_layers * x3
-    x48 = mixer_free_layers * x3 + x47
-    x49 = x48 - 1
-    x50 = x40 + x49
-    x51 = -x50
-    x52 = x29 * x51 + x33 * x34 + x39 * x40 + x47 * (hidden * x42 + 3 * mamba_heads + 10.0 * x41 + 6.0 * x42 + x46)
-    del x29
-    x53 = hidden * vocab
-    x54 = x15 * x5
-    del x15
-    x55 = embedding_matrices * x53 + hidden + layers * x52 + x54
-    params = moe_layers * x10 + mtp_layers * (x10 * x11 + x30) + x55
-    x56 = experts_per_token + shared_experts
-    x57 = x56 * x7 + x8
-    del x7
-    active_params = moe_layers * x57 + mtp_layers * (x11 * x57 + x30) + x55
-    del x55, x57
-    x58 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x59 = mlp_matrices * x8
-    x60 = ep ** (-1.0)
-    x61 = etp ** (-1.0)
-    x62 = moe_ffn * x61
-    x63 = x60 * x62
-    x64 = x59 * x63
-    x65 = -moe_ffn * x59 + tp * x64 + x10
-    del x10, x59
-    x66 = dense_share * ffn
-    x67 = tp ** (-1.0)
-    x68 = dualpipe + 1
-    x69 = x67 * x68
-    stage_params = x69 * (stage_layers * (moe_share * x65 + x52 + x6 * x66) + x53 + x58 * (x11 * x65 + x30))
-    del x30, x52, x6, x65
-    stage_expert_params = moe_share * stage_layers * x64 * x68
-    del x64, x68
-    x70 = 1.0 * lora_rank
-    x71 = x70 * (hidden + moe_ffn)
-    x72 = mlp_matrices - 2
-    x73 = lora_gate * x72 + lora_up
-    x74 = lora_down * x71 + x71 * x73
-    del x71
-    x75 = moe_layers * x74
-    x76 = x70 * (ffn + hidden)
-    x77 = lora_down * x76 + x73 * x76
-    del x76
-    x78 = x5 * x77
-    x79 = lora_k * x70 * (hidden + x21) + lora_o * x70 * (hidden + x16) + lora_q * x70 * (hidden + x19) + lora_v * x70 * (hidden + x22)
-    del x70
-    x80 = x79 * (-mamba_layers - mixer_free_layers - x4)
-    del x4
-    x81 = 1 - frozen_base
-    trainable_params = params * x81 + x75 * x9 + x78 + x80
-    del x9
-    x82 = experts * x60
-    stage_adapter_params = stage_layers * x69 * (dense_share * x77 + moe_share * x74 * (shared_experts + tp * x61 * x82) + x79)
-    del x74, x77, x79
-    stage_trainable_params = stage_adapter_params + x81 * (-stage_expert_params + stage_params)
-    stage_trainable_expert_params = stage_expert_params * x81
-    stage_embedding_params = x53 * x69
-    del x69
-    x83 = mamba_state_dim * x42
-    x84 = 256.0 * x41 + 256.0 * x42 + 4 * x83
-    x85 = heads * x25
-    x86 = 2 * x85
-    x87 = seq_len * x86
-    x88 = mamba_layers * (x84 - x87)
-    x89 = x56 * x75
-    del x75
-    x90 = numpy.minimum(seq_len, window)
-    x91 = seq_len ** (-1.0)
-    x92 = window_layers * (2 * heads * x25 * x90 * (-x90 * x91 + 2) - x87)
-    x93 = 2 * x17
-    del x17
-    x94 = 2 * x23
-    del x23
-    x95 = 2 * x27
-    del x27
-    x96 = x93 + x94 + x95
-    x97 = layers * x96
-    x98 = mixer_free_layers * x96
-    x99 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x38 - x96)
+    x6 = numpy.minimum(1, moe_latent_dim)
+    x7 = hidden + x6 * (-hidden + moe_latent_dim)
+    x8 = mlp_matrices * moe_ffn
+    x9 = hidden * x8
+    x10 = mlp_matrices * moe_ffn * x7 - x9
+    x11 = experts + shared_experts
+    x12 = experts * hidden
+    x13 = 2 * hidden
+    x14 = x6 * numpy.maximum(1, moe_latent_dim)
+    x15 = x13 * x14
+    x16 = x12 + x15
+    x17 = x11 * x9 + x16
+    x18 = experts * x10 + x17
+    x19 = numpy.minimum(1, moe_layers)
+    x20 = hidden ** 2
+    x21 = 2.0 * x20
+    x22 = 1 - x19
+    x23 = hidden * mlp_matrices
+    x24 = ffn * x23
+    x25 = heads * v_head_dim
+    x26 = hidden * x25
+    x27 = numpy.minimum(1, kv_lora_rank)
+    x28 = head_dim * heads
+    x29 = hidden * x28
+    x30 = head_dim * kv_heads
+    x31 = kv_heads * v_head_dim
+    x32 = (1 - x27) * (hidden * x30 + hidden * x31 + x29)
+    x33 = kv_lora_rank + qk_rope_head_dim
+    x34 = head_dim + v_head_dim
+    x35 = numpy.minimum(1, q_lora_rank)
+    x36 = x27 * (heads * kv_lora_rank * (-qk_rope_head_dim + x34) + hidden * x33 + x29 * (1 - x35) + x35 * (hidden * q_lora_rank + q_lora_rank * x28))
+    del x29, x35
+    x37 = x32 + x36
+    x38 = kv_lora_rank + 1.0 * q_lora_rank + x26 + x37
+    x39 = 5 * hidden + x21 + x22 * x24 + x38
+    x40 = mixer_free_layers + mlp_free_layers
+    x41 = x3 * x40
+    x42 = 1 - 1 / 2 * x41
+    x43 = linear_head_dim * linear_value_heads
+    x44 = 2 * linear_value_heads
+    x45 = linear_head_dim * x44
+    x46 = 2 * linear_head_dim * linear_key_heads + x44 + x45
+    del x44
+    x47 = hidden * x43 + hidden * x46
+    x48 = linear_attention_layers * x3
+    x49 = mamba_groups * mamba_state_dim
+    x50 = mamba_head_dim * mamba_heads
+    x51 = 2 * x50
+    x52 = mamba_heads + 2 * x49
+    x53 = x51 + x52
+    x54 = hidden * x53
+    x55 = mamba_layers * x3
+    x56 = mixer_free_layers * x3 + x55
+    x57 = x56 - 1
+    x58 = x48 + x57
+    x59 = -x58
+    x60 = x13 * x42 + x38 * x59 + x47 * x48 + x55 * (hidden * x50 + 3 * mamba_heads + 10.0 * x49 + 6.0 * x50 + x54)
     del x38
-    x100 = 2 * x46
-    x101 = mamba_layers * (6 * mamba_heads + x100 + x34 * x42 + 20.0 * x41 + 12.0 * x42 - x93 - x94 - x95)
-    del x93, x94, x95
-    x102 = 2 * x53
-    x103 = 4.0 * x12
-    del x12
-    x104 = 2 * mlp_matrices
-    x105 = hidden * x104
-    x106 = ffn * x105
-    x107 = 2 * x8
-    x108 = moe_ffn * x105 * x56 + x107
-    del x105
-    x109 = mtp_layers * (x102 + x103 + x106 * x14 + x108 * x11 + x87 + x96)
-    del x96
-    x110 = x106 * x5
-    del x106
-    x111 = moe_layers * x108
-    del x108
-    x112 = x101 + x110 + x111 + x97 - x98 + x99
-    x113 = x102 + x112
-    x114 = linear_head_dim ** 2
-    x115 = 640.0 * linear_head_dim + 6 * x114 + 2730.66666666667
-    x116 = linear_attention_layers * (linear_value_heads * x115 - x87)
-    x117 = layers * x87 - mixer_free_layers * x87 + x116 + x88 + x92
-    del x87
-    x118 = x109 + x117
-    x119 = 6 * seq_len * x85
-    model_flops_per_token = -frozen_base * x113 + layers * x119 - mixer_free_layers * x119 + reference_model * (x113 + x118) + 3 * x101 + 3 * x109 + 3 * x111 + 3 * x116 + 6 * x53 + 6 * x54 + 6 * x78 + 6 * x80 + 3 * x88 + 6 * x89 + 3 * x92 + 3 * x97 - 3 * x98 + 3 * x99
-    del x101, x109, x113, x116, x119, x54, x88, x92, x97, x98, x99
-    x120 = recompute_early_stop * x81 * (1 - dropout_masks)
-    x121 = 1 - full_recompute
-    x122 = ffn + x16
-    x123 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x31))
-    del x31
-    x124 = numpy.maximum(selective, recompute_core_attn * selective_option)
-    hardware_flops_per_token = full_recompute * (-ffn * x120 * x34 * x5 + x112 + x118 + 2 * x78 + 2 * x80 + 2 * x89) + model_flops_per_token + x121 * (layers * x123 * x34 * (x122 + x21) + recompute_mlp * x110 + recompute_moe * x111 + x117 * x124)
-    del x110, x111, x112, x117, x118, x5, x78, x80, x89
-    x125 = hidden * tokens_mb
-    x126 = x45 * x67
-    del x45
-    x127 = tokens_mb * x126
-    x128 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x129 = bytes_per_element * x128
-    x130 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x126)
-    x131 = tokens_mb * x67
-    x132 = peak_flops_per_s ** (-1.0)
-    x133 = x132 / gemm_max_efficiency
-    x134 = x131 * x133
-    x135 = x35 * x67
-    x136 = hidden ** (-1.0)
-    x137 = -x135 + x136 * x39 * x67
-    del x39
-    x138 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x137)
-    x139 = 2 * x133
-    x140 = x125 * x139
-    x141 = x28 * x67
-    del x28
-    x142 = x136 * x141
-    x143 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
-    t_qkv = x40 * numpy.maximum(x137 * x140 * (gemm_half_efficiency_dim + x138) / x138, x129 * (hidden * x137 + tokens_mb * x137 + x125)) + x47 * numpy.maximum(x129 * (x125 + x127 + x46 * x67), x100 * x134 * (gemm_half_efficiency_dim + x130) / x130) + x51 * numpy.maximum(x129 * (tokens_mb * x142 + x125 + x141), tokens_mb * x139 * x141 * (gemm_half_efficiency_dim + x143) / x143)
-    del x100, x130, x137, x138, x141, x143, x46
-    x144 = 4 * linear_head_dim
-    x145 = 0.015625 * x114
-    del x114
-    x146 = tokens_mb * x129
-    x147 = x146 * x67
-    x148 = numpy.minimum(seq_len, tokens_mb)
-    x149 = gemm_half_efficiency_dim + x148
-    x150 = x131 / attention_peak_flops_per_s
-    x151 = x150 / attention_gemm_max_efficiency
-    x152 = x149 * x151 / (attention_efficiency_factor * x148)
-    x153 = tokens_mb * x128
-    x154 = window_layers * x3
-    x155 = -x154 - x50
-    del x50
-    x156 = x147 * x86
+    x61 = hidden * vocab
+    x62 = x24 * x5
+    del x24
+    x63 = embedding_matrices * x61 + hidden + layers * x60 + x62
+    params = moe_layers * x18 + mtp_layers * (x18 * x19 + x39) + x63
+    del x18
+    x64 = experts_per_token + shared_experts
+    x65 = experts_per_token * x10 + x16 + x64 * x9
+    del x10, x16, x9
+    active_params = moe_layers * x65 + mtp_layers * (x19 * x65 + x39) + x63
+    del x63, x65
+    x66 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x67 = tp - 1
+    x68 = ep ** (-1.0)
+    x69 = experts * x68
+    x70 = tp * x69
+    x71 = etp ** (-1.0)
+    x72 = moe_ffn * x71
+    x73 = x7 * x72
+    x74 = mlp_matrices * x70 * x73 - x12 * x8 + x15 * x67 + x17
+    del x15, x17, x8
+    x75 = dense_share * ffn
+    x76 = tp ** (-1.0)
+    x77 = dualpipe + 1
+    x78 = x76 * x77
+    stage_params = x78 * (stage_layers * (moe_share * x74 + x23 * x75 + x60) + x61 + x66 * (x19 * x74 + x39))
+    del x23, x39, x60, x74
+    x79 = x69 * x73
+    del x73
+    stage_expert_params = mlp_matrices * moe_share * stage_layers * x77 * x79
+    del x77
+    x80 = 1.0 * lora_rank
+    x81 = x80 * (hidden + moe_ffn)
+    x82 = mlp_matrices - 2
+    x83 = lora_gate * x82 + lora_up
+    x84 = lora_down * x81 + x81 * x83
+    del x81
+    x85 = moe_layers * x84
+    x86 = x80 * (ffn + hidden)
+    x87 = lora_down * x86 + x83 * x86
     del x86
-    x157 = attention_scores_stored + selective
-    x158 = numpy.maximum(head_dim, v_head_dim)
-    x159 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x158 + 1)) + 1
-    x160 = numpy.maximum(x157, x159)
-    x161 = numpy.minimum(head_dim, tokens_mb)
-    x162 = attention_gemm_max_efficiency * x161 / (gemm_half_efficiency_dim + x161)
-    del x161
-    x163 = 1 - x160
-    x164 = seq_len * x160
-    x165 = numpy.minimum(attention_block_tokens, seq_len)
-    x166 = x165 ** (-1.0)
-    x167 = seq_len * x166 - 1
-    x168 = seq_len - 1
-    x169 = numpy.minimum(x167, numpy.ceil(x166 * x168))
-    x170 = x169 + 1
-    x171 = -seq_len * x166
-    x172 = x165 * x91
-    x173 = 2 / 3 * x165
-    del x165
-    x174 = numpy.minimum(attention_block_tokens_bwd, seq_len)
-    x175 = x174 ** (-1.0)
-    x176 = seq_len * x175 - 1
-    x177 = numpy.minimum(x176, numpy.ceil(x168 * x175))
-    del x168
-    x178 = x177 + 1
-    x179 = -seq_len * x175
-    x180 = x174 * x91
-    x181 = 4 / 3 * x174
-    del x174
-    x182 = x163 * (x173 * (x172 * (1 / 2 * x169 * x170 + x169 * (-x170 - x171)) + 1) + x181 * (x180 * (1 / 2 * x177 * x178 + x177 * (-x178 - x179)) + 1))
-    del x169, x170, x177, x178
-    x183 = x164 + x182
-    x184 = attention_head_dim_granule ** (-1.0)
-    x185 = x158 * (1 - fused_split_head_dims)
-    del x158
-    x186 = attention_efficiency_factor * attention_gemm_max_efficiency * x148 * x25 / (x149 * (attention_head_dim_granule * numpy.ceil(x184 * (fused_split_head_dims * head_dim + x185)) + attention_head_dim_granule * numpy.ceil(x184 * (fused_split_head_dims * v_head_dim + x185))))
-    del x148, x149, x184, x185
-    x187 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x25)
-    x188 = numpy.maximum(1.0, x187)
-    x189 = attention_exp_overlap_exponent ** (-1.0)
-    x190 = numpy.maximum(2.0, x187)
-    x191 = x190 ** (-1.0)
-    x192 = x163 * (1 / 3 * x188 * ((x187 / x188) ** attention_exp_overlap_exponent + x188 ** (-attention_exp_overlap_exponent)) ** x189 + 1 / 3 * x190 * ((2 * x191) ** attention_exp_overlap_exponent + (x187 * x191) ** attention_exp_overlap_exponent) ** x189 - 1)
-    del x187, x188, x189, x190, x191
-    x193 = x150 * x85
-    del x150, x85
-    x194 = fused_window_attention * x163
-    x195 = 1 - x194
-    x196 = seq_len * x195
-    x197 = x90 - 1
-    del x90
-    x198 = numpy.minimum(x167, numpy.ceil(x166 * x197))
-    del x166, x167
-    x199 = x198 + 1
-    x200 = numpy.minimum(x176, numpy.ceil(x175 * x197))
-    del x175, x176, x197
-    x201 = x200 + 1
-    x202 = x194 * (x173 * (x172 * (1 / 2 * x198 * x199 + x198 * (-x171 - x199)) + 1) + x181 * (x180 * (1 / 2 * x200 * x201 + x200 * (-x179 - x201)) + 1))
-    del x171, x172, x173, x179, x180, x181, x198, x199, x200, x201
-    x203 = x196 + x202
-    t_core = numpy.maximum(x154 * x156, x154 * x193 * (2 * x196 + 2 * x202) * (fused_window_attention * x192 + 1) / (x162 * x195 + x186 * x194 * x203 / (attention_fill_keys + x203))) + numpy.maximum(x155 * x156, x155 * x193 * (2 * x164 + 2 * x182) * (x192 + 1) / (x160 * x162 + x163 * x183 * x186 / (attention_fill_keys + x183))) + numpy.maximum(x152 * x47 * x84, x153 * x47 * x67 * (bytes_per_element * (mamba_heads + 6 * x41 + 7 * x42) + 0.0625 * x83)) + numpy.maximum(linear_value_heads * x115 * x152 * x40, linear_value_heads * x147 * x40 * (x144 + x145))
-    del x115, x147, x152, x156, x162, x163, x164, x182, x183, x186, x192, x193, x194, x195, x196, x202, x203, x41, x83, x84
-    x204 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x128 * x204 * x67 * (x154 * numpy.maximum(numpy.maximum(x157, x159), 1 - fused_window_attention) + x155 * x160)
-    del x1, x154, x155, x157, x160
-    x205 = hidden * x67
-    x206 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x135)
-    x207 = x125 * x67
-    x208 = x133 * x207
-    x209 = x42 * x67
-    x210 = tokens_mb * x209
-    x211 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x209)
-    x212 = x16 * x67
-    x213 = tokens_mb * x212
-    x214 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x212)
-    t_proj = x40 * numpy.maximum(x208 * x37 * (gemm_half_efficiency_dim + x206) / x206, x129 * (tokens_mb * x135 + x125 + x205 * x35)) + x47 * numpy.maximum(x129 * (x125 + x205 * x42 + x210), x208 * x43 * (gemm_half_efficiency_dim + x211) / x211) + x51 * numpy.maximum(x129 * (x125 + x16 * x205 + x213), x140 * x212 * (gemm_half_efficiency_dim + x214) / x214)
-    del x135, x16, x206, x208, x211, x214, x37, x40, x43
-    x215 = ffn * x67
-    x216 = tokens_mb * x215
-    x217 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x215)
-    t_mlp = mlp_matrices * numpy.maximum(x129 * (hidden * x215 + x125 + x216), x140 * x215 * (gemm_half_efficiency_dim + x217) / x217)
-    del x217
-    x218 = experts * tokens_mb
-    x219 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x220 = moe_ffn * x67
+    x88 = x5 * x87
+    x89 = lora_k * x80 * (hidden + x30) + lora_o * x80 * (hidden + x25) + lora_q * x80 * (hidden + x28) + lora_v * x80 * (hidden + x31)
+    del x80
+    x90 = x89 * (-mamba_layers - mixer_free_layers - x4)
+    del x4
+    x91 = 1 - frozen_base
+    trainable_params = params * x91 + x11 * x85 + x88 + x90
+    del x11
+    stage_adapter_params = stage_layers * x78 * (dense_share * x87 + moe_share * x84 * (shared_experts + x70 * x71) + x89)
+    del x70, x84, x87, x89
+    stage_trainable_params = stage_adapter_params + x91 * (-stage_expert_params + stage_params)
+    stage_trainable_expert_params = stage_expert_params * x91
+    stage_embedding_params = x61 * x78
+    del x78
+    x92 = heads * x34
+    x93 = 2 * x92
+    x94 = seq_len * x93
+    x95 = linear_head_dim ** 2
+    x96 = 640.0 * linear_head_dim + 6 * x95 + 2730.66666666667
+    x97 = linear_attention_layers * (linear_value_heads * x96 - x94)
+    x98 = mamba_state_dim * x50
+    x99 = 256.0 * x49 + 256.0 * x50 + 4 * x98
+    x100 = mamba_layers * (-x94 + x99)
+    x101 = x64 * x85
+    del x85
+    x102 = numpy.minimum(seq_len, window)
+    x103 = seq_len ** (-1.0)
+    x104 = window_layers * (2 * heads * x102 * x34 * (-x102 * x103 + 2) - x94)
+    x105 = 2 * x12
+    x106 = 2 * mlp_matrices
+    x107 = moe_ffn * x106
+    x108 = experts_per_token * x7
+    x109 = hidden * shared_experts * x107 + 4 * hidden * x14 + x105 + x107 * x108
+    del x107, x14
+    x110 = moe_layers * x109
+    x111 = 2 * x26
+    del x26
+    x112 = 2 * x32
+    del x32
+    x113 = 2 * x36
+    del x36
+    x114 = x111 + x112 + x113
+    x115 = layers * x114
+    x116 = mixer_free_layers * x114
+    x117 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x46 - x114)
+    del x46
+    x118 = 2 * x54
+    x119 = mamba_layers * (6 * mamba_heads - x111 - x112 - x113 + x118 + x13 * x50 + 20.0 * x49 + 12.0 * x50)
+    del x111, x112, x113
+    x120 = 2 * x61
+    x121 = 4.0 * x20
+    del x20
+    x122 = ffn * x106
+    x123 = hidden * x122
+    x124 = mtp_layers * (x109 * x19 + x114 + x120 + x121 + x123 * x22 + x94)
+    del x109, x114
+    x125 = x123 * x5
+    del x123
+    x126 = x110 + x115 - x116 + x117 + x119 + x125
+    x127 = x120 + x126
+    x128 = layers * x94 - mixer_free_layers * x94 + x100 + x104 + x97
+    del x94
+    x129 = x124 + x128
+    x130 = 6 * seq_len * x92
+    model_flops_per_token = -frozen_base * x127 + layers * x130 - mixer_free_layers * x130 + reference_model * (x127 + x129) + 3 * x100 + 6 * x101 + 3 * x104 + 3 * x110 + 3 * x115 - 3 * x116 + 3 * x117 + 3 * x119 + 3 * x124 + 6 * x61 + 6 * x62 + 6 * x88 + 6 * x90 + 3 * x97
+    del x100, x104, x115, x116, x117, x119, x124, x127, x130, x62, x97
+    x131 = recompute_early_stop * x91 * (1 - dropout_masks)
+    x132 = 1 - full_recompute
+    x133 = ffn + x25
+    x134 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x40))
+    del x40
+    x135 = numpy.maximum(selective, recompute_core_attn * selective_option)
+    hardware_flops_per_token = full_recompute * (-ffn * x13 * x131 * x5 + 2 * x101 + x126 + x129 + 2 * x88 + 2 * x90) + model_flops_per_token + x132 * (layers * x13 * x134 * (x133 + x30) + recompute_mlp * x125 + recompute_moe * x110 + x128 * x135)
+    del x101, x110, x125, x126, x128, x129, x5, x88, x90
+    x136 = hidden * tokens_mb
+    x137 = x53 * x76
+    del x53
+    x138 = tokens_mb * x137
+    x139 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x140 = bytes_per_element * x139
+    x141 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x137)
+    x142 = tokens_mb * x76
+    x143 = peak_flops_per_s ** (-1.0)
+    x144 = x143 / gemm_max_efficiency
+    x145 = x142 * x144
+    x146 = x43 * x76
+    x147 = hidden ** (-1.0)
+    x148 = -x146 + x147 * x47 * x76
+    del x47
+    x149 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x148)
+    x150 = 2 * x144
+    x151 = x136 * x150
+    x152 = x37 * x76
+    del x37
+    x153 = x147 * x152
+    x154 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x153)
+    t_qkv = x48 * numpy.maximum(x148 * x151 * (gemm_half_efficiency_dim + x149) / x149, x140 * (hidden * x148 + tokens_mb * x148 + x136)) + x55 * numpy.maximum(x140 * (x136 + x138 + x54 * x76), x118 * x145 * (gemm_half_efficiency_dim + x141) / x141) + x59 * numpy.maximum(x140 * (tokens_mb * x153 + x136 + x152), tokens_mb * x150 * x152 * (gemm_half_efficiency_dim + x154) / x154)
+    del x118, x141, x148, x149, x152, x154, x54
+    x155 = 4 * linear_head_dim
+    x156 = 0.015625 * x95
+    del x95
+    x157 = tokens_mb * x140
+    x158 = x157 * x76
+    x159 = numpy.minimum(seq_len, tokens_mb)
+    x160 = gemm_half_efficiency_dim + x159
+    x161 = x142 / attention_peak_flops_per_s
+    x162 = x161 / attention_gemm_max_efficiency
+    x163 = x160 * x162 / (attention_efficiency_factor * x159)
+    x164 = tokens_mb * x139
+    x165 = window_layers * x3
+    x166 = -x165 - x58
+    del x58
+    x167 = x158 * x93
+    del x93
+    x168 = attention_scores_stored + selective
+    x169 = numpy.maximum(head_dim, v_head_dim)
+    x170 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x169 + 1)) + 1
+    x171 = numpy.maximum(x168, x170)
+    x172 = numpy.minimum(head_dim, tokens_mb)
+    x173 = attention_gemm_max_efficiency * x172 / (gemm_half_efficiency_dim + x172)
+    del x172
+    x174 = 1 - x171
+    x175 = seq_len * x171
+    x176 = numpy.minimum(attention_block_tokens, seq_len)
+    x177 = x176 ** (-1.0)
+    x178 = seq_len * x177 - 1
+    x179 = seq_len - 1
+    x180 = numpy.minimum(x178, numpy.ceil(x177 * x179))
+    x181 = x180 + 1
+    x182 = -seq_len * x177
+    x183 = x103 * x176
+    x184 = 2 / 3 * x176
+    del x176
+    x185 = numpy.minimum(attention_block_tokens_bwd, seq_len)
+    x186 = x185 ** (-1.0)
+    x187 = seq_len * x186 - 1
+    x188 = numpy.minimum(x187, numpy.ceil(x179 * x186))
+    del x179
+    x189 = x188 + 1
+    x190 = -seq_len * x186
+    x191 = x103 * x185
+    x192 = 4 / 3 * x185
+    del x185
+    x193 = x174 * (x184 * (x183 * (1 / 2 * x180 * x181 + x180 * (-x181 - x182)) + 1) + x192 * (x191 * (1 / 2 * x188 * x189 + x188 * (-x189 - x190)) + 1))
+    del x180, x181, x188, x189
+    x194 = x175 + x193
+    x195 = attention_head_dim_granule ** (-1.0)
+    x196 = x169 * (1 - fused_split_head_dims)
+    del x169
+    x197 = attention_efficiency_factor * attention_gemm_max_efficiency * x159 * x34 / (x160 * (attention_head_dim_granule * numpy.ceil(x195 * (fused_split_head_dims * head_dim + x196)) + attention_head_dim_granule * numpy.ceil(x195 * (fused_split_head_dims * v_head_dim + x196))))
+    del x159, x160, x195, x196
+    x198 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x34)
+    x199 = numpy.maximum(1.0, x198)
+    x200 = attention_exp_overlap_exponent ** (-1.0)
+    x201 = numpy.maximum(2.0, x198)
+    x202 = x201 ** (-1.0)
+    x203 = x174 * (1 / 3 * x199 * ((x198 / x199) ** attention_exp_overlap_exponent + x199 ** (-attention_exp_overlap_exponent)) ** x200 + 1 / 3 * x201 * ((2 * x202) ** attention_exp_overlap_exponent + (x198 * x202) ** attention_exp_overlap_exponent) ** x200 - 1)
+    del x198, x199, x200, x201, x202
+    x204 = x161 * x92
+    del x161, x92
+    x205 = fused_window_attention * x174
+    x206 = 1 - x205
+    x207 = seq_len * x206
+    x208 = x102 - 1
+    del x102
+    x209 = numpy.minimum(x178, numpy.ceil(x177 * x208))
+    del x177, x178
+    x210 = x209 + 1
+    x211 = numpy.minimum(x187, numpy.ceil(x186 * x208))
+    del x186, x187, x208
+    x212 = x211 + 1
+    x213 = x205 * (x184 * (x183 * (1 / 2 * x209 * x210 + x209 * (-x182 - x210)) + 1) + x192 * (x191 * (1 / 2 * x211 * x212 + x211 * (-x190 - x212)) + 1))
+    del x182, x183, x184, x190, x191, x192, x209, x210, x211, x212
+    x214 = x207 + x213
+    t_core = numpy.maximum(x165 * x167, x165 * x204 * (2 * x207 + 2 * x213) * (fused_window_attention * x203 + 1) / (x173 * x206 + x197 * x205 * x214 / (attention_fill_keys + x214))) + numpy.maximum(x166 * x167, x166 * x204 * (2 * x175 + 2 * x193) * (x203 + 1) / (x171 * x173 + x174 * x194 * x197 / (attention_fill_keys + x194))) + numpy.maximum(x163 * x55 * x99, x164 * x55 * x76 * (bytes_per_element * (mamba_heads + 6 * x49 + 7 * x50) + 0.0625 * x98)) + numpy.maximum(linear_value_heads * x163 * x48 * x96, linear_value_heads * x158 * x48 * (x155 + x156))
+    del x158, x163, x167, x173, x174, x175, x193, x194, x197, x203, x204, x205, x206, x207, x213, x214, x49, x96, x98, x99
+    x215 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x139 * x215 * x76 * (x165 * numpy.maximum(numpy.maximum(x168, x170), 1 - fused_window_attention) + x166 * x171)
+    del x1, x165, x166, x168, x171
+    x216 = hidden * x76
+    x217 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x146)
+    x218 = x136 * x76
+    x219 = x144 * x218
+    x220 = x50 * x76
     x221 = tokens_mb * x220
     x222 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x220)
-    x223 = 1 - token_drop
-    x224 = numpy.sqrt(2)
-    x225 = tokens_mb ** (-1.0)
-    x226 = sequence_parallel * x67
-    x227 = 1 - sequence_parallel
-    x228 = etp * x226 + x227
-    x229 = x225 / (experts_per_token * x228)
-    x230 = experts_per_token * x228
+    x223 = x25 * x76
+    x224 = tokens_mb * x223
+    x225 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x223)
+    t_proj = x48 * numpy.maximum(x219 * x45 * (gemm_half_efficiency_dim + x217) / x217, x140 * (tokens_mb * x146 + x136 + x216 * x43)) + x55 * numpy.maximum(x140 * (x136 + x216 * x50 + x221), x219 * x51 * (gemm_half_efficiency_dim + x222) / x222) + x59 * numpy.maximum(x140 * (x136 + x216 * x25 + x224), x151 * x223 * (gemm_half_efficiency_dim + x225) / x225)
+    del x146, x217, x219, x222, x225, x25, x45, x48, x51
+    x226 = ffn * x76
+    x227 = tokens_mb * x226
+    x228 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x226)
+    t_mlp = mlp_matrices * numpy.maximum(x140 * (hidden * x226 + x136 + x227), x151 * x226 * (gemm_half_efficiency_dim + x228) / x228)
     del x228
-    routed_copies = tokens_mb * x230
-    x231 = routed_copies * x62
-    x232 = x129 * (x125 * x230 + x231 + x63 * x8)
-    del x63
-    x233 = gemm_tile_dim ** (-1.0)
-    x234 = ep * routed_copies / experts
-    x235 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x139 * x229 * (grouped_gemm_token_half_dim + x234) * numpy.ceil(x234 / grouped_gemm_tile_tokens) / ep ** 2
-    del x234
-    x236 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x125 * x129 + mlp_matrices * shared_experts * numpy.maximum(x129 * (hidden * x220 + x125 + x221), x140 * x220 * (gemm_half_efficiency_dim + x222) / x222) + 20 * x128 * x218 + (capacity_factor * token_drop + x223 * (x224 * numpy.sqrt(expert_load_cv ** 2 + x229) * numpy.sqrt(numpy.log(ep)) + 1)) * (x236 * numpy.maximum(x232, x235 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x233 * x62)) + numpy.maximum(x232, x235 * (grouped_gemm_inner_half_dim + x62) * numpy.ceil(hidden * x233))) + numpy.maximum(x129 * (x125 + x218 + x8), tokens_mb * x107 * x133 * (gemm_half_efficiency_dim + x219) / x219)
-    del x107, x133, x218, x219, x222, x229, x232, x233, x235, x8
-    x237 = tp - 1
-    x238 = (sequence_parallel * x237 + 1) ** (-1.0)
-    x239 = hidden * x238
-    x240 = shared_experts * x220
-    t_elem = elementwise_traffic_factor * x146 * (16 * x239 * x33 + x67 * (4 * moe_share * tp * (x230 * x62 + x240) + 4 * x66))
-    del x146, x230, x66
-    x241 = vocab * x67
-    x242 = tokens_mb * x241
-    x243 = x129 * (x125 + x242 + x53 * x67)
-    del x53
-    x244 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x241)
-    x245 = x102 * (gemm_half_efficiency_dim + x244) / x244
-    del x102, x244
-    t_logits = low_precision_output_layer * numpy.maximum(x243, x134 * x245) + (1 - low_precision_output_layer) * numpy.maximum(x243, x151 * x245)
-    del x151, x243, x245
-    t_loss = loss_bytes_per_logit * x128 * x242
-    del x242
-    x246 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x128 * (bytes_per_element + x236 * x246) * (shared_experts * x221 + x231)
-    del x231
-    x247 = numpy.maximum(1, lora_rank)
-    x248 = tokens_mb * x247
-    x249 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x247)
-    x250 = numpy.maximum(x129 * (hidden * x247 + x125 + x248), x140 * x247 * (gemm_half_efficiency_dim + x249) / x249)
-    del x140, x249
-    x251 = x21 * x67
-    x252 = numpy.minimum(numpy.minimum(tokens_mb, x247), x251)
-    x253 = x139 * x248
-    del x139
-    x254 = numpy.minimum(numpy.minimum(tokens_mb, x212), x247)
-    x255 = x19 * x67
-    x256 = numpy.minimum(numpy.minimum(tokens_mb, x247), x255)
-    x257 = x22 * x67
-    x258 = numpy.minimum(numpy.minimum(tokens_mb, x247), x257)
-    x259 = numpy.minimum(numpy.minimum(tokens_mb, x215), x247)
-    x260 = x250 + numpy.maximum(x129 * (x215 * x247 + x216 + x248), x215 * x253 * (gemm_half_efficiency_dim + x259) / x259)
-    del x216, x259
-    x261 = numpy.minimum(numpy.minimum(tokens_mb, x220), x247)
-    x262 = x250 + numpy.maximum(x129 * (x220 * x247 + x221 + x248), x220 * x253 * (gemm_half_efficiency_dim + x261) / x261)
-    del x221, x261
-    t_adapter = dense_share * (lora_down * x260 + x260 * x73) + lora_k * (x250 + numpy.maximum(x251 * x253 * (gemm_half_efficiency_dim + x252) / x252, x129 * (tokens_mb * x251 + x247 * x251 + x248))) + lora_o * (x250 + numpy.maximum(x129 * (x212 * x247 + x213 + x248), x212 * x253 * (gemm_half_efficiency_dim + x254) / x254)) + lora_q * (x250 + numpy.maximum(x253 * x255 * (gemm_half_efficiency_dim + x256) / x256, x129 * (tokens_mb * x255 + x247 * x255 + x248))) + lora_v * (x250 + numpy.maximum(x253 * x257 * (gemm_half_efficiency_dim + x258) / x258, x129 * (tokens_mb * x257 + x247 * x257 + x248))) + moe_share * x56 * (lora_down * x262 + x262 * x73)
-    del x213, x247, x248, x250, x251, x252, x253, x254, x255, x256, x257, x258, x260, x262, x56
-    x263 = -stage_params
-    x264 = -stage_embedding_params - x263
-    x265 = full_recompute + 2
-    dequant_mb = dequantize_base * x128 * x264 * x265 * (base_weight_bytes_per_param + bytes_per_element)
-    x266 = -x49
-    del x49
-    x267 = routed_copies * x225
-    del routed_copies, x225
-    x268 = cast_bytes_per_element * x153
-    del x153
-    t_cast_fwd = x268 * (dense_share * (hidden + x215) + moe_share * (shared_experts * (hidden + x220) + x267 * (hidden + x62)) + x266 * (hidden + x212) + x47 * (hidden + x209))
-    del x212
-    t_cast_bwd = x268 * (dense_share * (hidden + x215 * x236) + moe_share * (shared_experts * (hidden + x220 * x236) + x267 * (hidden + x236 * x62)) + x266 * (hidden + x142) + x47 * (hidden + x126))
-    del x126, x142, x220, x266, x267, x268
-    x269 = dense_share * t_mlp
-    x270 = moe_share * t_moe
-    x271 = t_proj + t_qkv
-    x272 = x269 + x270 + x271
-    x273 = t_core + t_scores
-    x274 = t_elem + x273
-    x275 = x272 + x274
-    t_layer_fwd = t_adapter + x275
-    x276 = reference_model * (stage_layers * x275 + t_logits)
-    del x275
-    x277 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x278 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x238 * x277
-    x279 = x124 * x273
-    del x124, x273
-    x280 = mlp_matrices ** (-1.0)
-    x281 = recompute_moe * x121
-    x282 = recompute_moe_act * (1 - x281)
-    x283 = kv_heads * x25
-    x284 = -frozen_base * x272 + full_recompute * (t_layer_fwd - x120 * x269 * x280) + x121 * (moe_share * t_moe_act * x282 + recompute_mlp * x269 + recompute_moe * x270 + x123 * (t_elem + t_mlp * x280 + t_proj + t_qkv * x21 / (x19 + x283)) + x279)
-    del t_moe_act, x120, x21, x280
-    x285 = 3 * t_core
-    x286 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x285
-    x287 = numpy.minimum(numpy.minimum(tokens_mb, x205), 2.0 * hidden)
-    x288 = t_mlp * x14
-    del t_mlp, x14
-    x289 = t_moe * x11
-    del t_moe
-    x290 = 3 * t_logits + t_loss
-    del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x278) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x269 - 2 * x270 - x278 - x284)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x269 + 3 * x270 + x284 + x286) + x276 + x290 + x58 * (full_recompute * (x271 + x274 + x288 + x289) + x121 * x279 + x286 + 3 * x288 + 3 * x289 + x290 + 3 * numpy.maximum(x103 * x134 * (gemm_half_efficiency_dim + x287) / x287, x129 * (2.0 * x125 + x13 * x67 + x207)))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x103, x129, x13, x134, x269, x270, x271, x274, x278, x279, x284, x286, x287, x288, x289
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x276
-    del x276
-    weight_grad_mb = x81 * (stage_layers * x272 + t_logits)
-    del t_logits, x272
-    compute_s = compute_mb * microbatches
-    x291 = stage_layers + x58
-    x292 = 2 * full_recompute
-    x293 = x123 * (2 - sequence_parallel) + x292 + 4
-    x294 = tp_intra_ranks - 1
-    x295 = 2 * intra_latency_s
-    x296 = numpy.minimum(1, x237)
-    del x237
-    x297 = tp_intra_ranks ** (-1.0)
-    x298 = tp * x297 - 1
-    x299 = 2 * inter_latency_s
-    x300 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x301 = 2 * bytes_per_element
-    x302 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x303 = x302 / scale_out_bus_efficiency
-    x304 = collective_overhead_s * x296 + x125 * x294 * x297 * x300 * x301 + x207 * x298 * x301 * x303 + x294 * x295 + x298 * x299
-    del x294, x297, x298, x301
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x291 * x293 * x304 * x33) + x291 * x293 * x304 * x33
-    del x293, x304
-    x305 = 1 - cp_intra
-    x306 = cp_intra * intra_latency_s + inter_latency_s * x305
-    x307 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x308 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x309 = bytes_per_element / (cp_intra * x307 + x305 * x308)
-    del x305
-    x310 = x291 * x51 * (3 * cp - 3) * (x131 * x283 * x309 + x306)
-    del x131, x283, x51
-    x311 = cp - 1
-    x312 = x0 * x309 * x311
-    del x309
-    cp_comm_mb = -cp_overlap * numpy.minimum(x310, x285 * x291) + x265 * x291 * x47 * (x127 * x312 + x210 * x312 + 2 * x306 * x311) + x310
-    del x127, x210, x285, x306, x310, x311, x312, x47
-    x313 = x61 * numpy.minimum(etp, tp_intra_ranks)
+    x229 = experts * tokens_mb
+    x230 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x231 = moe_ffn * x76
+    x232 = tokens_mb * x231
+    x233 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x231)
+    x234 = sequence_parallel * x76
+    x235 = 1 - sequence_parallel
+    x236 = etp * x234 + x235
+    x237 = x136 * x236
+    x238 = tokens_mb * x236
+    x239 = x238 * x7
+    x240 = numpy.minimum(numpy.minimum(hidden, x238), x7)
+    x241 = 1 - token_drop
+    x242 = numpy.sqrt(2)
+    x243 = tokens_mb ** (-1.0)
+    x244 = x243 / (experts_per_token * x236)
+    routed_copies = experts_per_token * x238
+    del x238
+    x245 = routed_copies * x72
+    x246 = x140 * (experts_per_token * x239 + x245 + x79)
+    del x79
+    x247 = gemm_tile_dim ** (-1.0)
+    x248 = ep * routed_copies / experts
+    x249 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x150 * x244 * (grouped_gemm_token_half_dim + x248) * numpy.ceil(x248 / grouped_gemm_tile_tokens) / ep ** 2
+    del x248
+    x250 = mlp_matrices - 1
+    t_moe = mlp_matrices * shared_experts * numpy.maximum(x140 * (hidden * x231 + x136 + x232), x151 * x231 * (gemm_half_efficiency_dim + x233) / x233) + 4 * x108 * x157 + 20 * x139 * x229 + 2 * x6 * numpy.maximum(x140 * (hidden * x7 + x237 + x239), x150 * x237 * x7 * (gemm_half_efficiency_dim + x240) / x240) + (capacity_factor * token_drop + x241 * (x242 * numpy.sqrt(expert_load_cv ** 2 + x244) * numpy.sqrt(numpy.log(ep)) + 1)) * (x250 * numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x7) * numpy.ceil(x247 * x72)) + numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x72) * numpy.ceil(x247 * x7))) + numpy.maximum(x140 * (x12 + x136 + x229), tokens_mb * x105 * x144 * (gemm_half_efficiency_dim + x230) / x230)
+    del x105, x12, x144, x229, x230, x233, x237, x239, x240, x244, x246, x247, x249, x6
+    x251 = (sequence_parallel * x67 + 1) ** (-1.0)
+    x252 = hidden * x251
+    x253 = shared_experts * x231
+    x254 = experts_per_token * x72
+    t_elem = elementwise_traffic_factor * x157 * (16 * x252 * x42 + x76 * (4 * moe_share * tp * (x236 * x254 + x253) + 4 * x75))
+    del x157, x236, x75
+    x255 = vocab * x76
+    x256 = tokens_mb * x255
+    x257 = x140 * (x136 + x256 + x61 * x76)
     del x61
-    x314 = 1 - x313
-    x315 = 4 * etp - 4
-    x316 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x317 = x316 ** (-1.0)
-    x318 = ep * x317 - 1
-    x319 = x125 / a2a_efficiency_factor
-    del x125
-    x320 = bytes_per_element * x319
-    x321 = 1 - hierarchical_dispatch
-    x322 = x226 + x227
-    del x226, x227
-    x323 = experts_per_token * x322
-    x324 = x323 * (hierarchical_dispatch * (-x316 * x60 + 1) + x318 * x321 * x60) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x307 * (1 - deepep_dispatch))
-    del x60
-    x325 = 1 - x317
-    del x317
-    x326 = x303 * x322 * x325 * (experts_per_token * x321 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x316 * (1 - x325 ** experts_per_token)))
-    del x321, x325
-    x327 = x319 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    x258 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x255)
+    x259 = x120 * (gemm_half_efficiency_dim + x258) / x258
+    del x120, x258
+    t_logits = low_precision_output_layer * numpy.maximum(x257, x145 * x259) + (1 - low_precision_output_layer) * numpy.maximum(x257, x162 * x259)
+    del x162, x257, x259
+    t_loss = loss_bytes_per_logit * x139 * x256
+    del x256
+    x260 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x139 * (bytes_per_element + x250 * x260) * (shared_experts * x232 + x245)
+    del x245
+    x261 = numpy.maximum(1, lora_rank)
+    x262 = tokens_mb * x261
+    x263 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x261)
+    x264 = numpy.maximum(x140 * (hidden * x261 + x136 + x262), x151 * x261 * (gemm_half_efficiency_dim + x263) / x263)
+    del x151, x263
+    x265 = x30 * x76
+    x266 = numpy.minimum(numpy.minimum(tokens_mb, x261), x265)
+    x267 = x150 * x262
+    del x150
+    x268 = numpy.minimum(numpy.minimum(tokens_mb, x223), x261)
+    x269 = x28 * x76
+    x270 = numpy.minimum(numpy.minimum(tokens_mb, x261), x269)
+    x271 = x31 * x76
+    x272 = numpy.minimum(numpy.minimum(tokens_mb, x261), x271)
+    x273 = numpy.minimum(numpy.minimum(tokens_mb, x226), x261)
+    x274 = x264 + numpy.maximum(x140 * (x226 * x261 + x227 + x262), x226 * x267 * (gemm_half_efficiency_dim + x273) / x273)
+    del x227, x273
+    x275 = numpy.minimum(numpy.minimum(tokens_mb, x231), x261)
+    x276 = x264 + numpy.maximum(x140 * (x231 * x261 + x232 + x262), x231 * x267 * (gemm_half_efficiency_dim + x275) / x275)
+    del x232, x275
+    t_adapter = dense_share * (lora_down * x274 + x274 * x83) + lora_k * (x264 + numpy.maximum(x265 * x267 * (gemm_half_efficiency_dim + x266) / x266, x140 * (tokens_mb * x265 + x261 * x265 + x262))) + lora_o * (x264 + numpy.maximum(x140 * (x223 * x261 + x224 + x262), x223 * x267 * (gemm_half_efficiency_dim + x268) / x268)) + lora_q * (x264 + numpy.maximum(x267 * x269 * (gemm_half_efficiency_dim + x270) / x270, x140 * (tokens_mb * x269 + x261 * x269 + x262))) + lora_v * (x264 + numpy.maximum(x267 * x271 * (gemm_half_efficiency_dim + x272) / x272, x140 * (tokens_mb * x271 + x261 * x271 + x262))) + moe_share * x64 * (lora_down * x276 + x276 * x83)
+    del x224, x261, x262, x264, x265, x266, x267, x268, x269, x270, x271, x272, x274, x276, x64
+    x277 = -stage_params
+    x278 = -stage_embedding_params - x277
+    x279 = full_recompute + 2
+    dequant_mb = dequantize_base * x139 * x278 * x279 * (base_weight_bytes_per_param + bytes_per_element)
+    x280 = -x57
+    del x57
+    x281 = routed_copies * x243
+    del routed_copies, x243
+    x282 = cast_bytes_per_element * x164
+    del x164
+    t_cast_fwd = x282 * (dense_share * (hidden + x226) + moe_share * (shared_experts * (hidden + x231) + x281 * (x7 + x72)) + x280 * (hidden + x223) + x55 * (hidden + x220))
+    del x223
+    t_cast_bwd = x282 * (dense_share * (hidden + x226 * x250) + moe_share * (shared_experts * (hidden + x231 * x250) + x281 * (x250 * x72 + x7)) + x280 * (hidden + x153) + x55 * (hidden + x137))
+    del x137, x153, x231, x280, x281, x282
+    x283 = dense_share * t_mlp
+    x284 = moe_share * t_moe
+    x285 = t_proj + t_qkv
+    x286 = x283 + x284 + x285
+    x287 = t_core + t_scores
+    x288 = t_elem + x287
+    x289 = x286 + x288
+    t_layer_fwd = t_adapter + x289
+    x290 = reference_model * (stage_layers * x289 + t_logits)
+    del x289
+    x291 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x292 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x251 * x291
+    x293 = x135 * x287
+    del x135, x287
+    x294 = mlp_matrices ** (-1.0)
+    x295 = recompute_moe * x132
+    x296 = recompute_moe_act * (1 - x295)
+    x297 = kv_heads * x34
+    x298 = -frozen_base * x286 + full_recompute * (t_layer_fwd - x131 * x283 * x294) + x132 * (moe_share * t_moe_act * x296 + recompute_mlp * x283 + recompute_moe * x284 + x134 * (t_elem + t_mlp * x294 + t_proj + t_qkv * x30 / (x28 + x297)) + x293)
+    del t_moe_act, x131, x294, x30
+    x299 = 3 * t_core
+    x300 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x299
+    x301 = numpy.minimum(numpy.minimum(tokens_mb, x216), 2.0 * hidden)
+    x302 = t_mlp * x22
+    del t_mlp, x22
+    x303 = t_moe * x19
+    del t_moe
+    x304 = 3 * t_logits + t_loss
+    del t_loss
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x292) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x283 - 2 * x284 - x292 - x298)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x283 + 3 * x284 + x298 + x300) + x290 + x304 + x66 * (full_recompute * (x285 + x288 + x302 + x303) + x132 * x293 + x300 + 3 * x302 + 3 * x303 + x304 + 3 * numpy.maximum(x121 * x145 * (gemm_half_efficiency_dim + x301) / x301, x140 * (2.0 * x136 + x21 * x76 + x218)))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x121, x140, x145, x21, x283, x284, x285, x288, x292, x293, x298, x300, x301, x302, x303
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x290
+    del x290
+    weight_grad_mb = x91 * (stage_layers * x286 + t_logits)
+    del t_logits, x286
+    compute_s = compute_mb * microbatches
+    x305 = stage_layers + x66
+    x306 = 2 * full_recompute
+    x307 = x134 * (2 - sequence_parallel) + x306 + 4
+    x308 = tp_intra_ranks - 1
+    x309 = 2 * intra_latency_s
+    x310 = numpy.minimum(1, x67)
+    del x67
+    x311 = tp_intra_ranks ** (-1.0)
+    x312 = tp * x311 - 1
+    x313 = 2 * inter_latency_s
+    x314 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x315 = 2 * bytes_per_element
+    x316 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x317 = x316 / scale_out_bus_efficiency
+    x318 = collective_overhead_s * x310 + x136 * x308 * x311 * x314 * x315 + x218 * x312 * x315 * x317 + x308 * x309 + x312 * x313
+    del x136, x218, x308, x311, x312, x315
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x305 * x307 * x318 * x42) + x305 * x307 * x318 * x42
+    del x307, x318
+    x319 = 1 - cp_intra
+    x320 = cp_intra * intra_latency_s + inter_latency_s * x319
+    x321 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x322 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x323 = bytes_per_element / (cp_intra * x321 + x319 * x322)
     del x319
-    x328 = moe_share * x291
-    del x291
-    x329 = x328 * (sequence_parallel * (bytes_per_element * experts_per_token * x207 * x315 / (x307 * x313 + x308 * x314) + x315 * (inter_latency_s * x314 + intra_latency_s * x313)) + (x281 + 2) * (x295 * x318 + x299 * (x316 - 1) + numpy.maximum(x320 * x324, x320 * x326) + numpy.maximum(x324 * x327, x326 * x327)))
-    del x207, x313, x314, x315, x316, x318, x320, x324, x326, x327
-    x330 = ep_overlap * numpy.minimum(x329, 3 * t_layer_fwd * x328)
-    del x328
-    ep_comm_mb = comm_sm_fraction * x330 / (1 - comm_sm_fraction) + x329 - x330
-    del x329, x330
-    x331 = 1 - dualpipe
-    x332 = pp - 1
-    x333 = numpy.minimum(1, x332)
-    x334 = microbatches * vp
-    x335 = 1 - pp_intra
-    x336 = 1.0 * bytes_per_element
-    x337 = tokens_mb * x205
-    pp_comm_s = x331 * x333 * (2 * pp + 2 * x334 - 2) * (inter_latency_s * x335 + intra_latency_s * pp_intra + x336 * x337 / (pp_intra * x307 + x308 * x335))
-    del x307, x308, x335
-    x338 = 1 - dp_overlap
-    x339 = numpy.minimum(1, grad_shards - 1)
-    x340 = replica_intra_ranks - 1
-    x341 = replica_intra_ranks ** (-1.0)
-    x342 = shard_ranks ** (-1.0)
-    x343 = x341 * x342
-    x344 = numpy.maximum(1, dp * x343)
-    x345 = x344 - 1
-    x346 = x295 * x340
-    x347 = x299 * x345 + x346
-    x348 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x349 = stage_trainable_expert_params + stage_trainable_params
-    x350 = x348 * numpy.maximum(1.0, x349 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x348) * numpy.maximum(1, stage_layers)
-    del x348
-    x351 = x350 - 1
-    x352 = expert_shard_ranks ** (-1.0)
-    x353 = x341 * x352
+    x324 = x305 * x59 * (3 * cp - 3) * (x142 * x297 * x323 + x320)
+    del x297, x59
+    x325 = cp - 1
+    x326 = x0 * x323 * x325
+    del x323
+    cp_comm_mb = -cp_overlap * numpy.minimum(x324, x299 * x305) + x279 * x305 * x55 * (x138 * x326 + x221 * x326 + 2 * x320 * x325) + x324
+    del x138, x221, x299, x320, x324, x325, x326, x55
+    x327 = x71 * numpy.minimum(etp, tp_intra_ranks)
+    del x71
+    x328 = 1 - x327
+    x329 = 4 * etp - 4
+    x330 = bytes_per_element * x108
+    x331 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x332 = x331 ** (-1.0)
+    x333 = ep * x332 - 1
+    x334 = 1 - hierarchical_dispatch
+    x335 = x234 + x235
+    del x234, x235
+    x336 = tokens_mb * x335 / a2a_efficiency_factor
+    x337 = x336 * (hierarchical_dispatch * (-x331 * x68 + 1) + x333 * x334 * x68) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x321 * (1 - deepep_dispatch))
+    del x68
+    x338 = 1 - x332
+    del x332
+    x339 = x317 * x336 * x338 * x7 * (experts_per_token * x334 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x331 * (1 - x338 ** experts_per_token)))
+    del x334, x336, x338
+    x340 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x341 = moe_share * x305
+    del x305
+    x342 = x341 * (sequence_parallel * (x142 * x329 * x330 / (x321 * x327 + x322 * x328) + x329 * (inter_latency_s * x328 + intra_latency_s * x327)) + (x295 + 2) * (x309 * x333 + x313 * (x331 - 1) + numpy.maximum(bytes_per_element * x339, x330 * x337) + numpy.maximum(x339 * x340, x108 * x337 * x340)))
+    del x108, x142, x327, x328, x329, x330, x331, x333, x337, x339, x340
+    x343 = ep_overlap * numpy.minimum(x342, 3 * t_layer_fwd * x341)
     del x341
-    x354 = numpy.maximum(1, expert_dp_ranks * x353)
-    x355 = x354 - 1
-    x356 = x299 * x355 + x346
-    del x346
-    x357 = 2.0 * grad_comm_bytes_per_param
-    x358 = stage_trainable_expert_params * x357
-    x359 = x300 * x358
-    x360 = x303 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x303
-    x361 = x358 * x360
-    x362 = stage_trainable_params * x357
-    del x357
-    x363 = x300 * x362
-    x364 = x360 * x362
-    x365 = dp_collectives_flat - 1
-    x366 = -x365
-    x367 = x366 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x368 = x365 + x367
-    x369 = (dp_collectives_flat + x367) ** (-1.0)
-    del x367
-    x370 = expert_dp_ranks * x369 - 1
-    x371 = x295 * x368 + x299 * x370
-    x372 = x366 * numpy.minimum(dp, dp_intra_ranks)
-    x373 = (dp_collectives_flat + x372) ** (-1.0)
-    x374 = dp * x373 - 1
-    x375 = x365 + x372
-    del x372
-    x376 = x295 * x375 + x299 * x374
-    del x295, x299
-    x377 = x339 * (x11 * (x340 * x353 * x359 + x351 * x356 + x353 * x355 * x361 / x354 + x356) + x340 * x343 * x363 + x343 * x345 * x364 / x344 + x347 * x351 + x347) + (1 - x339) * (x11 * (x359 * x368 * x369 + x371 + x361 * x370 / expert_dp_ranks) + x2 * x364 * x374 + x351 * (x11 * x371 + x376) + x363 * x373 * x375 + x376)
-    del x2, x340, x343, x344, x345, x347, x353, x354, x355, x356, x359, x361, x363, x364, x368, x369, x370, x371, x373, x374, x375, x376
-    x378 = fsdp_keeps_gathered_under_pp * x333 * zero3
-    del x333
-    x379 = microbatches * (1 - x378)
-    x380 = x366 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x381 = x365 + x380
-    x382 = intra_latency_s * x381
-    x383 = (dp_collectives_flat + x380) ** (-1.0)
+    ep_comm_mb = comm_sm_fraction * x343 / (1 - comm_sm_fraction) + x342 - x343
+    del x342, x343
+    x344 = 1 - dualpipe
+    x345 = pp - 1
+    x346 = numpy.minimum(1, x345)
+    x347 = microbatches * vp
+    x348 = 1 - pp_intra
+    x349 = 1.0 * bytes_per_element
+    x350 = tokens_mb * x216
+    pp_comm_s = x344 * x346 * (2 * pp + 2 * x347 - 2) * (inter_latency_s * x348 + intra_latency_s * pp_intra + x349 * x350 / (pp_intra * x321 + x322 * x348))
+    del x321, x322, x348
+    x351 = 1 - dp_overlap
+    x352 = numpy.minimum(1, grad_shards - 1)
+    x353 = replica_intra_ranks - 1
+    x354 = replica_intra_ranks ** (-1.0)
+    x355 = shard_ranks ** (-1.0)
+    x356 = x354 * x355
+    x357 = numpy.maximum(1, dp * x356)
+    x358 = x357 - 1
+    x359 = x309 * x353
+    x360 = x313 * x358 + x359
+    x361 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x362 = stage_trainable_expert_params + stage_trainable_params
+    x363 = x361 * numpy.maximum(1.0, x362 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x361) * numpy.maximum(1, stage_layers)
+    del x361
+    x364 = x363 - 1
+    x365 = expert_shard_ranks ** (-1.0)
+    x366 = x354 * x365
+    del x354
+    x367 = numpy.maximum(1, expert_dp_ranks * x366)
+    x368 = x367 - 1
+    x369 = x313 * x368 + x359
+    del x359
+    x370 = 2.0 * grad_comm_bytes_per_param
+    x371 = stage_trainable_expert_params * x370
+    x372 = x314 * x371
+    x373 = x317 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x317
+    x374 = x371 * x373
+    x375 = stage_trainable_params * x370
+    del x370
+    x376 = x314 * x375
+    x377 = x373 * x375
+    x378 = dp_collectives_flat - 1
+    x379 = -x378
+    x380 = x379 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x381 = x378 + x380
+    x382 = (dp_collectives_flat + x380) ** (-1.0)
     del x380
-    x384 = expert_shard_ranks * x383 - 1
-    x385 = inter_latency_s * x384
-    x386 = 2 * x382 + 2 * x385
-    x387 = x366 * numpy.minimum(dp_intra_ranks, shard_ranks)
-    del x366
-    x388 = (dp_collectives_flat + x387) ** (-1.0)
-    x389 = shard_ranks * x388 - 1
-    x390 = inter_latency_s * x389
-    x391 = x365 + x387
-    del x365, x387
-    x392 = intra_latency_s * x391
-    x393 = 2 * x390 + 2 * x392
-    x394 = x300 * x381 * x383
-    del x381, x383
-    x395 = x352 * x360 * x384
-    del x352, x384
-    x396 = x300 * x388 * x391
-    del x300, x388, x391
-    x397 = x342 * x360 * x389
-    del x342, x360, x389
-    x398 = x382 + x385
-    del x382, x385
-    x399 = x390 + x392
-    del x390, x392
-    x400 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x81)
-    x401 = base_weight_bytes_per_param * x264 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x264
-    x402 = 1.0 * frozen_base * x401 + x336 * (stage_adapter_params + stage_params * x81) - x400
-    del stage_adapter_params, stage_params, x336, x81
-    x403 = x11 * (x394 * x400 + x395 * x400 + x398) + x351 * (x11 * x398 + x399) + x396 * x402 + x397 * x402 + x399
-    del x398, x399, x400, x402
-    x404 = 1 / 2 * x339 * (x378 + x379) * (x11 * (x358 * x394 + x358 * x395 + x386) + x351 * (x11 * x386 + x393) + x362 * x396 + x362 * x397 + x393) + zero3 * (x378 * x403 + 2 * x379 * x403)
-    del x339, x358, x362, x379, x386, x393, x394, x395, x396, x397, x403
-    x405 = x350 ** (-1.0)
-    del x350
-    x406 = x351 * x405
-    del x351
-    dp_comm_s = dp_overlap * numpy.minimum(x377, numpy.maximum(x377 * x405, -2 * stage_layers * t_layer_fwd * x406 + x377)) + dp_overlap * numpy.minimum(x404, numpy.maximum(x404 * x405, -compute_s * x406 + x404)) + x338 * x377 + x338 * x404
-    del t_layer_fwd, x338, x377, x404, x405, x406
-    x407 = dispatch_host_sync * x223
-    x408 = 2.0 * x11 * x223 * numpy.maximum(0, cuda_graphs - 1)
-    del x11, x223
-    x409 = numpy.maximum(0, cuda_graphs - x408 - 1)
-    x410 = stage_layers * (1 - x409)
-    x411 = host_launch_factor * moe_share * x410 * (expert_overhead_s * x82 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
-    del x82
-    x412 = x407 * x411
-    x413 = compute_mb + tp_comm_mb
-    x414 = microbatches ** (-1.0)
-    x415 = x413 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x409 * x414 + x33 * x410 * (graph_launch_s * x265 * (-x409 + numpy.minimum(1, cuda_graphs - x408)) + layer_overhead_s * (full_recompute + 3))) + x411 * (1 - x407)) / x413) ** host_overlap_exponent) / host_overlap_exponent)
-    del x265, x407, x408, x409, x410, x411
-    x416 = x412 + x415
-    launch_s = microbatches * x416
+    x383 = expert_dp_ranks * x382 - 1
+    x384 = x309 * x381 + x313 * x383
+    x385 = x379 * numpy.minimum(dp, dp_intra_ranks)
+    x386 = (dp_collectives_flat + x385) ** (-1.0)
+    x387 = dp * x386 - 1
+    x388 = x378 + x385
+    del x385
+    x389 = x309 * x388 + x313 * x387
+    del x309, x313
+    x390 = x352 * (x19 * (x353 * x366 * x372 + x364 * x369 + x366 * x368 * x374 / x367 + x369) + x353 * x356 * x376 + x356 * x358 * x377 / x357 + x360 * x364 + x360) + (1 - x352) * (x19 * (x372 * x381 * x382 + x384 + x374 * x383 / expert_dp_ranks) + x2 * x377 * x387 + x364 * (x19 * x384 + x389) + x376 * x386 * x388 + x389)
+    del x2, x353, x356, x357, x358, x360, x366, x367, x368, x369, x372, x374, x376, x377, x381, x382, x383, x384, x386, x387, x388, x389
+    x391 = fsdp_keeps_gathered_under_pp * x346 * zero3
+    del x346
+    x392 = microbatches * (1 - x391)
+    x393 = x379 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x394 = x378 + x393
+    x395 = intra_latency_s * x394
+    x396 = (dp_collectives_flat + x393) ** (-1.0)
+    del x393
+    x397 = expert_shard_ranks * x396 - 1
+    x398 = inter_latency_s * x397
+    x399 = 2 * x395 + 2 * x398
+    x400 = x379 * numpy.minimum(dp_intra_ranks, shard_ranks)
+    del x379
+    x401 = (dp_collectives_flat + x400) ** (-1.0)
+    x402 = shard_ranks * x401 - 1
+    x403 = inter_latency_s * x402
+    x404 = x378 + x400
+    del x378, x400
+    x405 = intra_latency_s * x404
+    x406 = 2 * x403 + 2 * x405
+    x407 = x314 * x394 * x396
+    del x394, x396
+    x408 = x365 * x373 * x397
+    del x365, x397
+    x409 = x314 * x401 * x404
+    del x314, x401, x404
+    x410 = x355 * x373 * x402
+    del x355, x373, x402
+    x411 = x395 + x398
+    del x395, x398
+    x412 = x403 + x405
+    del x403, x405
+    x413 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x91)
+    x414 = base_weight_bytes_per_param * x278 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x278
+    x415 = 1.0 * frozen_base * x414 + x349 * (stage_adapter_params + stage_params * x91) - x413
+    del stage_adapter_params, stage_params, x349, x91
+    x416 = x19 * (x407 * x413 + x408 * x413 + x411) + x364 * (x19 * x411 + x412) + x409 * x415 + x410 * x415 + x412
+    del x411, x412, x413, x415
+    x417 = 1 / 2 * x352 * (x391 + x392) * (x19 * (x371 * x407 + x371 * x408 + x399) + x364 * (x19 * x399 + x406) + x375 * x409 + x375 * x410 + x406) + zero3 * (x391 * x416 + 2 * x392 * x416)
+    del x352, x371, x375, x392, x399, x406, x407, x408, x409, x410, x416
+    x418 = x363 ** (-1.0)
+    del x363
+    x419 = x364 * x418
+    del x364
+    dp_comm_s = dp_overlap * numpy.minimum(x390, numpy.maximum(x390 * x418, -2 * stage_layers * t_layer_fwd * x419 + x390)) + dp_overlap * numpy.minimum(x417, numpy.maximum(x417 * x418, -compute_s * x419 + x417)) + x351 * x390 + x351 * x417
+    del t_layer_fwd, x351, x390, x417, x418, x419
+    x420 = dispatch_host_sync * x241
+    x421 = 2.0 * x19 * x241 * numpy.maximum(0, cuda_graphs - 1)
+    del x19, x241
+    x422 = numpy.maximum(0, cuda_graphs - x421 - 1)
+    x423 = stage_layers * (1 - x422)
+    x424 = host_launch_factor * moe_share * x423 * (expert_overhead_s * x69 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    del x69
+    x425 = x420 * x424
+    x426 = compute_mb + tp_comm_mb
+    x427 = microbatches ** (-1.0)
+    x428 = x426 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x422 * x427 + x42 * x423 * (graph_launch_s * x279 * (-x422 + numpy.minimum(1, cuda_graphs - x421)) + layer_overhead_s * (full_recompute + 3))) + x424 * (1 - x420)) / x426) ** host_overlap_exponent) / host_overlap_exponent)
+    del x279, x420, x421, x422, x423, x424
+    x429 = x425 + x428
+    launch_s = microbatches * x429
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x417 = cp_comm_mb + ep_comm_mb + x413 + x416
-    del x413, x416
-    x418 = vp ** (-1.0)
-    x419 = x417 / compute_mb
-    x420 = dualpipe * x414 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x419 + 2 * tp_comm_mb - 3 * weight_grad_mb * x419 + 2 * x412 + 2 * x415) / x417 + x331 * x332 * x414 * x418
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x412, x414, x415, x419
-    bubble_s = microbatches * x417 * x420
-    del x417
-    x421 = stage_trainable_expert_params / expert_optimizer_shards
-    x422 = stage_trainable_params / optimizer_shards
-    optimizer_s = x128 * (x421 + x422) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x128
-    x423 = microbatches * stage_extra_layers * (compute_mb - x290) * (x420 + 1) / stage_layers
-    del compute_mb, x290, x420
-    x424 = dp_comm_s + pp_comm_s
-    x425 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x424
-    x426 = gpus + 0.474798
-    x427 = gpus ** (-1.0)
-    x428 = x426 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x425 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x425 * numpy.maximum(0, -x224 * erfinv(1.71458910109456 * x427 * x428 * (0.0686881539789491 * x428 + 0.112063) - 1 + 1.16023 / x426)) + x423 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x423 + x425)
-    del x423, x426, x428
-    step_time_s = straggler_s + x425
-    del x425
-    x429 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x429
-    x430 = tokens_per_s * x427
-    x431 = model_flops_per_token * x430
-    tflops_per_gpu = 1e-12 * x431
-    mfu = x132 * x431
-    del x431
-    hfu = hardware_flops_per_token * x132 * x430
-    del hardware_flops_per_token, x132, x430
-    x432 = bytes_per_element * x349 * x378
-    del x349, x378
-    x433 = expert_weight_shards ** (-1.0)
-    x434 = base_weight_bytes_per_param * stage_expert_params
-    x435 = weight_shards ** (-1.0)
-    x436 = frozen_base * (x433 * x434 + x435 * (x401 - x434)) + reference_model * (bytes_per_element * stage_expert_params * x433 + bytes_per_element * x435 * (-stage_expert_params - x263)) + stage_trainable_expert_params * weight_bytes_per_param * x433 + stage_trainable_params * weight_bytes_per_param * x435
-    del stage_expert_params, x263, x401, x433, x434, x435
-    weights_bytes = x432 + x436
-    x437 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x430 = cp_comm_mb + ep_comm_mb + x426 + x429
+    del x426, x429
+    x431 = vp ** (-1.0)
+    x432 = x430 / compute_mb
+    x433 = dualpipe * x427 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x432 + 2 * tp_comm_mb - 3 * weight_grad_mb * x432 + 2 * x425 + 2 * x428) / x430 + x344 * x345 * x427 * x431
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x425, x427, x428, x432
+    bubble_s = microbatches * x430 * x433
+    del x430
+    x434 = stage_trainable_expert_params / expert_optimizer_shards
+    x435 = stage_trainable_params / optimizer_shards
+    optimizer_s = x139 * (x434 + x435) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x139
+    x436 = microbatches * stage_extra_layers * (compute_mb - x304) * (x433 + 1) / stage_layers
+    del compute_mb, x304, x433
+    x437 = dp_comm_s + pp_comm_s
+    x438 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x437
+    x439 = gpus + 0.474798
+    x440 = gpus ** (-1.0)
+    x441 = x439 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x438 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x438 * numpy.maximum(0, -x242 * erfinv(1.71458910109456 * x440 * x441 * (0.0686881539789491 * x441 + 0.112063) - 1 + 1.16023 / x439)) + x436 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x436 + x438)
+    del x436, x439, x441
+    step_time_s = straggler_s + x438
+    del x438
+    x442 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x442
+    x443 = tokens_per_s * x440
+    x444 = model_flops_per_token * x443
+    tflops_per_gpu = 1e-12 * x444
+    mfu = x143 * x444
+    del x444
+    hfu = hardware_flops_per_token * x143 * x443
+    del hardware_flops_per_token, x143, x443
+    x445 = bytes_per_element * x362 * x391
+    del x362, x391
+    x446 = expert_weight_shards ** (-1.0)
+    x447 = base_weight_bytes_per_param * stage_expert_params
+    x448 = weight_shards ** (-1.0)
+    x449 = frozen_base * (x446 * x447 + x448 * (x414 - x447)) + reference_model * (bytes_per_element * stage_expert_params * x446 + bytes_per_element * x448 * (-stage_expert_params - x277)) + stage_trainable_expert_params * weight_bytes_per_param * x446 + stage_trainable_params * weight_bytes_per_param * x448
+    del stage_expert_params, x277, x414, x446, x447, x448
+    weights_bytes = x445 + x449
+    x450 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x432 + x437
-    optimizer_state_bytes = optimizer_bytes_per_param * x421 + optimizer_bytes_per_param * x422
-    del x421, x422
-    x438 = remat_keeps_named_only * selective_option * numpy.minimum(1, offloaded_activation_vectors)
-    x439 = bytes_per_element * tokens_mb
-    x440 = hidden * x322
-    x441 = 2 * tokens_mb
-    x442 = tokens_mb * x104
-    x443 = x215 * x442
-    x444 = recompute_mlp * x121
-    x445 = tokens_mb * x440
-    x446 = 4 * x445
-    x447 = heads + kv_heads
-    x448 = kv_heads / heads
-    x449 = x33 * x446
-    x450 = tokens_mb * x240
-    del x240
-    x451 = tokens_mb * x323
-    del x323
-    x452 = linear_input_bytes + x104 - 2
-    del x104
-    x453 = x450 * x452 + x451 * (etp * hidden * linear_input_bytes + x452 * x62)
-    del x452
-    x454 = dense_share * x215 * (1 - x444)
-    del x215
-    x455 = 1 - recompute_norms
-    x456 = micro_batch * x204 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x159) / cp ** 2
-    del x159, x204
-    x457 = x67 * (x25 * x441 * x447 + x456)
-    x458 = tokens_mb * x34
-    x459 = linear_input_bytes * x33 * x445 * x455
-    del x33, x445
-    x460 = lora_rank * x439 * (lora_down + lora_k + lora_o + lora_q + lora_v + x73) + x123 * x441 * (hidden * x72 + 2 * sequence_parallel * x205 * x296 + x440 + x67 * (x122 + x19 + x22)) + (1 - x123) * (-dense_share * x443 * x444 - frozen_base * (linear_input_bytes * tokens_mb * x454 * (1 - lora_down) + x459 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x459 * (1 - numpy.minimum(1, x73))) - heads * recompute_mla_up_proj * x18 * x441 * x67 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x322 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x67 * (linear_key_heads * x144 + 68.0 * linear_value_heads + 5 * x35) - x457) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x67 * (5 * x42 + x44) + 2 * micro_batch * seq_len * x0 * x67 * (x25 * x447 - x34 * (x448 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x24) - mlp_free_layers * x3 * x443 - moe_share * x281 * x453 + moe_share * (-x443 + x453) - moe_share * (x450 + x451 * x62) * (linear_input_bytes * x282 + x236 * (2 - x246)) - recompute_norms * x449 - x32 * x446 - x457 * x48 + x67 * (ffn * x442 + hidden * tokens_mb * (4 * x448 + 2) + x456 + x458) - (1 - 1 / 2 * linear_input_bytes) * (x441 * x454 + x449 * x455))
-    del dense_share, moe_share, x0, x122, x123, x144, x18, x19, x205, x22, x236, x24, x246, x25, x281, x282, x296, x3, x32, x322, x34, x35, x42, x44, x440, x441, x442, x443, x444, x446, x447, x448, x449, x450, x451, x453, x454, x455, x456, x457, x459, x48, x62, x72, x73
-    x461 = x238 * x458
-    del x238, x458
-    x462 = offloaded_activation_vectors * x461
-    x463 = tokens_mb * x239 * x292 + x121 * (x438 * numpy.maximum(x461, x462) + x460 * (1 - x438))
-    del x121, x239, x292, x461
-    x464 = loss_logit_chunks ** (-1.0)
-    x465 = loss_extra_bytes_per_logit * tokens_mb * x241 * x464 + 4 * x337 * (vocab * x136 * x464 + 1)
-    del x136, x241, x337, x464
-    x466 = stage_layers * x418 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x331 * numpy.minimum(x334, pp * vp + x332 * numpy.minimum(1, vp - 1)))
-    del microbatches, x331, x332, x334, x418
-    activation_bytes = linear_value_heads * x145 * x439 * x67 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x209 * numpy.minimum(1, mamba_layers) + x460 * (full_recompute + x438) + x463 * x466 + x465 + x58 * (x463 + x465) - numpy.where(numpy.greater(x466, 2), x466 - 2, 0.0) * numpy.minimum(x462, x463)
-    del tokens_mb, x145, x209, x438, x439, x460, x462, x463, x465, x466, x58, x67
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x432 + x436 + x437
-    del x432, x436, x437
-    x467 = nodes / (rack_mtbf_s * rack_nodes)
-    x468 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x469 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x470 = x467 + x468 + x469
-    system_mtbf_s = x470 ** (-1.0)
-    x471 = node_repair_s * x467
-    x472 = numpy.exp(-x471)
-    x473 = node_repair_s * x468
-    x474 = -spare_nodes
-    x475 = rack_nodes + x474
-    x476 = x471 * x472
-    del x471
-    x477 = 2 * rack_nodes + x474
-    x478 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x472 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x479 = 3 * rack_nodes + x474
-    x480 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x472 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x481 = 4 * rack_nodes + x474
-    x482 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x472 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x483 = 5 * rack_nodes + x474
-    x484 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x472 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x485 = 6 * rack_nodes + x474
-    x486 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x472 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x487 = 7 * rack_nodes + x474
-    x488 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x472 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x489 = 8 * rack_nodes + x474
-    x490 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x472 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x491 = 9 * rack_nodes + x474
-    x492 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x472 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x493 = 10 * rack_nodes + x474
-    x494 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x472 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x495 = 11 * rack_nodes + x474
-    x496 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x472 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x467 * (x472 * poisson_cdf(-x475, x473) + x476 * poisson_cdf(-x477, x473) + x478 * poisson_cdf(-x479, x473) + x480 * poisson_cdf(-x481, x473) + x482 * poisson_cdf(-x483, x473) + x484 * poisson_cdf(-x485, x473) + x486 * poisson_cdf(-x487, x473) + x488 * poisson_cdf(-x489, x473) + x490 * poisson_cdf(-x491, x473) + x492 * poisson_cdf(-x493, x473) + x494 * poisson_cdf(-x495, x473) + x496 * poisson_cdf(-12 * rack_nodes - x474, x473)) + x468 * (x472 * poisson_cdf(spare_nodes - 1, x473) + x476 * poisson_cdf(-x475 - 1, x473) + x478 * poisson_cdf(-x477 - 1, x473) + x480 * poisson_cdf(-x479 - 1, x473) + x482 * poisson_cdf(-x481 - 1, x473) + x484 * poisson_cdf(-x483 - 1, x473) + x486 * poisson_cdf(-x485 - 1, x473) + x488 * poisson_cdf(-x487 - 1, x473) + x490 * poisson_cdf(-x489 - 1, x473) + x492 * poisson_cdf(-x491 - 1, x473) + x494 * poisson_cdf(-x493 - 1, x473) + x496 * poisson_cdf(-x495 - 1, x473)) + x469)
-    del x467, x468, x469, x472, x473, x474, x475, x476, x477, x478, x479, x480, x481, x482, x483, x484, x485, x486, x487, x488, x489, x490, x491, x492, x493, x494, x495, x496
-    x497 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x498 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x470 * (x497 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x470 * (-manual_restart_s + x497 - x498))) + x497 - x498
-    del x470, x497, x498
+    grads_bytes = x445 + x450
+    optimizer_state_bytes = optimizer_bytes_per_param * x434 + optimizer_bytes_per_param * x435
+    del x434, x435
+    x451 = remat_keeps_named_only * selective_option * numpy.minimum(1, offloaded_activation_vectors)
+    x452 = bytes_per_element * tokens_mb
+    x453 = hidden * x335
+    x454 = 2 * tokens_mb
+    x455 = tokens_mb * x226
+    x456 = x106 * x455
+    x457 = recompute_mlp * x132
+    x458 = tokens_mb * x453
+    x459 = 4 * x458
+    x460 = heads + kv_heads
+    x461 = kv_heads / heads
+    x462 = x42 * x459
+    x463 = tokens_mb * x253
+    del x253
+    x464 = tokens_mb * x335
+    x465 = dense_share * (1 - x457)
+    x466 = 1 - recompute_norms
+    x467 = micro_batch * x215 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x170) / cp ** 2
+    del x170, x215
+    x468 = x76 * (x34 * x454 * x460 + x467)
+    x469 = linear_input_bytes + x106 - 2
+    del x106
+    x470 = experts_per_token * x464 * (etp * linear_input_bytes * x7 + x469 * x72) + x463 * x469
+    del x469, x7, x72
+    x471 = tokens_mb * x13
+    x472 = linear_input_bytes * x42 * x458 * x466
+    del x42, x458
+    x473 = lora_rank * x452 * (lora_down + lora_k + lora_o + lora_q + lora_v + x83) + x134 * x454 * (hidden * x82 + 2 * sequence_parallel * x216 * x310 + x453 + x76 * (x133 + x28 + x31)) + (1 - x134) * (-dense_share * x456 * x457 - frozen_base * (linear_input_bytes * x455 * x465 * (1 - lora_down) + x472 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x472 * (1 - numpy.minimum(1, x83))) - heads * recompute_mla_up_proj * x27 * x454 * x76 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x335 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x76 * (linear_key_heads * x155 + 68.0 * linear_value_heads + 5 * x43) - x468) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x76 * (5 * x50 + x52) + 2 * micro_batch * seq_len * x0 * x76 * (-x13 * (x461 + 1) + x34 * x460) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x33) - mlp_free_layers * x3 * x456 - moe_share * x295 * x470 + moe_share * (-x456 + x470) - moe_share * (linear_input_bytes * x296 + x250 * (2 - x260)) * (x254 * x464 + x463) - recompute_norms * x462 - x41 * x459 - x468 * x56 + x76 * (hidden * tokens_mb * (4 * x461 + 2) + tokens_mb * x122 + x467 + x471) - (1 - 1 / 2 * linear_input_bytes) * (x226 * x454 * x465 + x462 * x466))
+    del dense_share, moe_share, x0, x122, x13, x133, x134, x155, x216, x226, x250, x254, x260, x27, x28, x295, x296, x3, x31, x310, x33, x335, x34, x41, x43, x453, x454, x455, x456, x457, x459, x460, x461, x462, x463, x464, x465, x466, x467, x468, x470, x472, x50, x52, x56, x82, x83
+    x474 = x251 * x471
+    del x251, x471
+    x475 = offloaded_activation_vectors * x474
+    x476 = tokens_mb * x252 * x306 + x132 * (x451 * numpy.maximum(x474, x475) + x473 * (1 - x451))
+    del x132, x252, x306, x474
+    x477 = loss_logit_chunks ** (-1.0)
+    x478 = loss_extra_bytes_per_logit * tokens_mb * x255 * x477 + 4 * x350 * (vocab * x147 * x477 + 1)
+    del x147, x255, x350, x477
+    x479 = stage_layers * x431 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x344 * numpy.minimum(x347, pp * vp + x345 * numpy.minimum(1, vp - 1)))
+    del microbatches, x344, x345, x347, x431
+    activation_bytes = linear_value_heads * x156 * x452 * x76 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x220 * numpy.minimum(1, mamba_layers) + x473 * (full_recompute + x451) + x476 * x479 + x478 + x66 * (x476 + x478) - numpy.where(numpy.greater(x479, 2), x479 - 2, 0.0) * numpy.minimum(x475, x476)
+    del tokens_mb, x156, x220, x451, x452, x473, x475, x476, x478, x479, x66, x76
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x445 + x449 + x450
+    del x445, x449, x450
+    x480 = nodes / (rack_mtbf_s * rack_nodes)
+    x481 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x482 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x483 = x480 + x481 + x482
+    system_mtbf_s = x483 ** (-1.0)
+    x484 = node_repair_s * x480
+    x485 = numpy.exp(-x484)
+    x486 = node_repair_s * x481
+    x487 = -spare_nodes
+    x488 = rack_nodes + x487
+    x489 = x484 * x485
+    del x484
+    x490 = 2 * rack_nodes + x487
+    x491 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x485 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x492 = 3 * rack_nodes + x487
+    x493 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x485 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x494 = 4 * rack_nodes + x487
+    x495 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x485 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x496 = 5 * rack_nodes + x487
+    x497 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x485 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x498 = 6 * rack_nodes + x487
+    x499 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x485 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x500 = 7 * rack_nodes + x487
+    x501 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x485 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x502 = 8 * rack_nodes + x487
+    x503 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x485 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x504 = 9 * rack_nodes + x487
+    x505 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x485 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x506 = 10 * rack_nodes + x487
+    x507 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x485 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x508 = 11 * rack_nodes + x487
+    x509 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x485 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x480 * (x485 * poisson_cdf(-x488, x486) + x489 * poisson_cdf(-x490, x486) + x491 * poisson_cdf(-x492, x486) + x493 * poisson_cdf(-x494, x486) + x495 * poisson_cdf(-x496, x486) + x497 * poisson_cdf(-x498, x486) + x499 * poisson_cdf(-x500, x486) + x501 * poisson_cdf(-x502, x486) + x503 * poisson_cdf(-x504, x486) + x505 * poisson_cdf(-x506, x486) + x507 * poisson_cdf(-x508, x486) + x509 * poisson_cdf(-12 * rack_nodes - x487, x486)) + x481 * (x485 * poisson_cdf(spare_nodes - 1, x486) + x489 * poisson_cdf(-x488 - 1, x486) + x491 * poisson_cdf(-x490 - 1, x486) + x493 * poisson_cdf(-x492 - 1, x486) + x495 * poisson_cdf(-x494 - 1, x486) + x497 * poisson_cdf(-x496 - 1, x486) + x499 * poisson_cdf(-x498 - 1, x486) + x501 * poisson_cdf(-x500 - 1, x486) + x503 * poisson_cdf(-x502 - 1, x486) + x505 * poisson_cdf(-x504 - 1, x486) + x507 * poisson_cdf(-x506 - 1, x486) + x509 * poisson_cdf(-x508 - 1, x486)) + x482)
+    del x480, x481, x482, x485, x486, x487, x488, x489, x490, x491, x492, x493, x494, x495, x496, x497, x498, x499, x500, x501, x502, x503, x504, x505, x506, x507, x508, x509
+    x510 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x511 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x483 * (x510 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x483 * (-manual_restart_s + x510 - x511))) + x510 - x511
+    del x483, x510, x511
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x499 = checkpoint_bytes * x427
-    x500 = x277 * x499
-    x501 = ckpt_async * x500
-    x502 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x503 = ckpt_sync * x502
-    x504 = x302 * x499
-    del x302, x499
-    x505 = ckpt_in_memory * (x500 + x504)
-    del x500
-    x506 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x507 = grad_bytes_per_param * trainable_params * x427
-    del x427
-    x508 = optimizer_s - step_time_s
-    x509 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x277 * x507 / (1 - (1 - numpy.minimum(1, x506)) ** gockpt_steps) + x508)
-    del x277
-    checkpoint_stall_s = x501 + x503 + x505 + x509
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x501 + 2 * x503 + 2 * x505 + 2 * x509))
-    x510 = ckpt_async * x502
-    x511 = system_mtbf_s ** (-1.0)
-    x512 = checkpoint_stall_s * x511
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x507 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x508))) / numpy.log(1 - numpy.minimum(0.999999999999, x506))))) - 1) + 1
-    del x506, x507, x508
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x502) + x510), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x501 + 1 / 2 * x503 + 1 / 2 * x505 + 1 / 2 * x509), -checkpoint_stall_s + young_interval_s * (1 / 6 * x224 * numpy.sqrt(x512) + 1 / 18 * x512 + 1), system_mtbf_s)))
-    del x224, x501, x503, x505, x509
-    commit_latency_s = ckpt_gockpt * (step_time_s + x502) + x510
-    del x502, x510
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x504 + failure_restart_s
-    del failure_restart_s, x504
-    x513 = seq_len / critical_batch_tokens
-    steps = tokens * x91 * (global_batch * x513 + 1) / (global_batch * token_efficiency * (reference_batch * x513 + 1))
-    del x513, x91
+    x512 = checkpoint_bytes * x440
+    x513 = x291 * x512
+    x514 = ckpt_async * x513
+    x515 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x516 = ckpt_sync * x515
+    x517 = x316 * x512
+    del x316, x512
+    x518 = ckpt_in_memory * (x513 + x517)
+    del x513
+    x519 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x520 = grad_bytes_per_param * trainable_params * x440
+    del x440
+    x521 = optimizer_s - step_time_s
+    x522 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x291 * x520 / (1 - (1 - numpy.minimum(1, x519)) ** gockpt_steps) + x521)
+    del x291
+    checkpoint_stall_s = x514 + x516 + x518 + x522
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x514 + 2 * x516 + 2 * x518 + 2 * x522))
+    x523 = ckpt_async * x515
+    x524 = system_mtbf_s ** (-1.0)
+    x525 = checkpoint_stall_s * x524
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x520 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x521))) / numpy.log(1 - numpy.minimum(0.999999999999, x519))))) - 1) + 1
+    del x519, x520, x521
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x515) + x523), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x514 + 1 / 2 * x516 + 1 / 2 * x518 + 1 / 2 * x522), -checkpoint_stall_s + young_interval_s * (1 / 6 * x242 * numpy.sqrt(x525) + 1 / 18 * x525 + 1), system_mtbf_s)))
+    del x242, x514, x516, x518, x522
+    commit_latency_s = ckpt_gockpt * (step_time_s + x515) + x523
+    del x515, x523
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x517 + failure_restart_s
+    del failure_restart_s, x517
+    x526 = seq_len / critical_batch_tokens
+    steps = tokens * x103 * (global_batch * x526 + 1) / (global_batch * token_efficiency * (reference_batch * x526 + 1))
+    del x103, x526
     solve_time_s = step_time_s * steps
-    x514 = numpy.exp(commit_latency_s * x511)
-    x515 = numpy.exp(x511 * (checkpoint_interval_s + checkpoint_stall_s))
-    x516 = solve_time_s * x514 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x514 + x516 * (x515 - 1) - 1) * numpy.exp(restart_s * x511)
-    del x514
-    failure_stepping_s = system_mtbf_s * x516 * (x515 - numpy.exp(x512))
-    del x512, x515, x516
+    x527 = numpy.exp(commit_latency_s * x524)
+    x528 = numpy.exp(x524 * (checkpoint_interval_s + checkpoint_stall_s))
+    x529 = solve_time_s * x527 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x527 + x529 * (x528 - 1) - 1) * numpy.exp(restart_s * x524)
+    del x527
+    failure_stepping_s = system_mtbf_s * x529 * (x528 - numpy.exp(x525))
+    del x525, x528, x529
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x517 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x517)
-    x518 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x518 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x518
-    del x518
-    expected_failures = failure_wall_s * x511
-    del x511
+    x530 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x530)
+    x531 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x531 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x531
+    del x531
+    expected_failures = failure_wall_s * x524
+    del x524
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x517
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x530
     del failure_stepping_s
-    x519 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x429 * (cp_comm_s + ep_comm_s + tp_comm_s + x424) + compute_power_fraction * compute_s * x429)
-    del x424, x429
-    x520 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x519)
+    x532 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x442 * (cp_comm_s + ep_comm_s + tp_comm_s + x437) + compute_power_fraction * compute_s * x442)
+    del x437, x442
+    x533 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x532)
     del stepping_s
-    energy_gpu_j = gpus * x520
-    x521 = network_power_per_node_w + node_overhead_power_w
-    x522 = nodes * x521
+    energy_gpu_j = gpus * x533
+    x534 = network_power_per_node_w + node_overhead_power_w
+    x535 = nodes * x534
     del nodes
-    x523 = spare_nodes * (gpus_per_node * idle_power_w + x521) + x522
-    del x521
-    energy_it_j = energy_gpu_j + wall_time_s * x523
+    x536 = spare_nodes * (gpus_per_node * idle_power_w + x534) + x535
+    del x534
+    energy_it_j = energy_gpu_j + wall_time_s * x536
     energy_facility_j = energy_it_j * pue
-    x524 = eval_time_s + rollbacks * x517
-    del x517
-    x525 = pue * (gpu_step_power_w * gpus + x522)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x522) * (-failure_wall_s - x519 - x524) - solve_time_s * x525 - x524 * x525
-    del failure_wall_s, x522, x524, x525
-    x526 = wall_time_s ** (-1.0)
-    gpu_power_w = x520 * x526
-    del x520
-    avg_power_w = energy_facility_j * x526
-    del x526
-    peak_power_w = pue * (gpus * max_power_w + x523)
-    del x523
-    x527 = gpus + gpus_per_node * spare_nodes
-    x528 = 0.000277777777777778 * x527
-    gpu_hours = wall_time_s * x528
-    cost_cloud_usd = price_usd_per_gpu_hour * x528 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x519), wall_time_s)
-    del x519, x528
-    x529 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x529 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x527)) / utilisation
+    x537 = eval_time_s + rollbacks * x530
+    del x530
+    x538 = pue * (gpu_step_power_w * gpus + x535)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x535) * (-failure_wall_s - x532 - x537) - solve_time_s * x538 - x537 * x538
+    del failure_wall_s, x535, x537, x538
+    x539 = wall_time_s ** (-1.0)
+    gpu_power_w = x533 * x539
+    del x533
+    avg_power_w = energy_facility_j * x539
+    del x539
+    peak_power_w = pue * (gpus * max_power_w + x536)
+    del x536
+    x540 = gpus + gpus_per_node * spare_nodes
+    x541 = 0.000277777777777778 * x540
+    gpu_hours = wall_time_s * x541
+    cost_cloud_usd = price_usd_per_gpu_hour * x541 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x532), wall_time_s)
+    del x532, x541
+    x542 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x542 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x540)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x527 * x529
-    del x527, x529
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x540 * x542
+    del x540, x542
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -105,6 +105,19 @@ def _mamba_params(x: dict):
                                        x["mamba_state_dim"], x["mamba_groups"])
 
 
+def _expert_dim(x: dict):
+    """Width the routed experts work in: LatentMoE's latent size, else the hidden size."""
+    latent = x["moe_latent_dim"]
+    return x["hidden"] + minimum(latent, 1) * (latent - x["hidden"])
+
+
+def _latent_projection_params(x: dict):
+    """Weights of an MoE layer's LatentMoE projections (0 without them)."""
+    latent = x["moe_latent_dim"]
+    return minimum(latent, 1) * compute.moe_latent_projection_params(x["hidden"],
+                                                                    maximum(latent, 1))
+
+
 def _dense_mlp_layers(x: dict):
     """Layers with a dense MLP: not MoE and, in a hybrid model, not mixer-only."""
     return x["layers"] - x["moe_layers"] - x["mlp_free_layers"]
@@ -151,8 +164,12 @@ def param_counts(x: dict) -> dict:
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
     counts = {}
     for name, active in (("params", x["experts"]), ("active_params", x["experts_per_token"])):
+        # (routed experts in LatentMoE's latent size, with its two projections)
         moe_mlp = compute.moe_active_mlp_params(h, x["moe_ffn"], active, x["shared_experts"],
-                                                x["mlp_matrices"], x["experts"])
+                                                x["mlp_matrices"], x["experts"]) \
+            + active * (compute.mlp_params(_expert_dim(x), x["moe_ffn"], x["mlp_matrices"])
+                        - compute.mlp_params(h, x["moe_ffn"], x["mlp_matrices"])) \
+            + _latent_projection_params(x)
         mtp = x["mtp_layers"] * compute.mtp_module_params(
             block_common + _is_moe(x) * moe_mlp + (1 - _is_moe(x)) * dense_mlp, h)
         counts[name] = (layers * layer_common + _dense_mlp_layers(x) * dense_mlp
@@ -170,12 +187,16 @@ def parameters(x: dict, r: dict) -> dict:
     layer_common = _mixer_params(x) + _block_share(x) * compute.norm_params(h)
     block_common = _attention_params(x) + compute.norm_params(h)  # an MTP module's block
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
-    moe_mlp = compute.moe_mlp_params(h, x["moe_ffn"], x["experts"], x["shared_experts"],
-                                     x["mlp_matrices"])
     # routed experts split over ETP x EP (parallel folding); shared experts and the router
-    # over TP like the dense layers
-    routed = x["experts"] * compute.mlp_params(h, x["moe_ffn"], x["mlp_matrices"])
-    moe_rank = moe_mlp - routed + routed * x["tp"] / (x["ep"] * x["etp"])  # x tp
+    # over TP like the dense layers; LatentMoE's projections duplicated on every TP rank
+    routed = x["experts"] * compute.mlp_params(_expert_dim(x), x["moe_ffn"], x["mlp_matrices"])
+    latent = _latent_projection_params(x)
+    moe_mlp = compute.moe_mlp_params(h, x["moe_ffn"], x["experts"], x["shared_experts"],
+                                     x["mlp_matrices"]) \
+        - x["experts"] * compute.mlp_params(h, x["moe_ffn"], x["mlp_matrices"]) \
+        + routed + latent
+    moe_rank = moe_mlp - routed + routed * x["tp"] / (x["ep"] * x["etp"]) \
+        + latent * (x["tp"] - 1)  # x tp
     share = r["moe_share"]
     # MTP modules sit with the loss on the last stage: charged by what that stage exceeds
     mtp = _mtp_on_fullest_stage(x) * compute.mtp_module_params(
@@ -271,9 +292,13 @@ def _early_stop(x: dict):
 def flops(x: dict, r: dict) -> dict:
     """Model FLOPs per token (Narayanan counting) and hardware FLOPs (with recompute)."""
     h, s, layers = x["hidden"], x["seq_len"], x["layers"]
+    # (routed experts in LatentMoE's latent size, with its two projections)
     moe_fwd = compute.mlp_forward_flops_per_token(
-        h, x["moe_ffn"] * (x["experts_per_token"] + x["shared_experts"]), x["mlp_matrices"]
-    ) + compute.router_forward_flops_per_token(h, x["experts"])
+        h, x["moe_ffn"] * x["shared_experts"], x["mlp_matrices"]
+    ) + compute.mlp_forward_flops_per_token(
+        _expert_dim(x), x["moe_ffn"] * x["experts_per_token"], x["mlp_matrices"]
+    ) + compute.router_forward_flops_per_token(h, x["experts"]) \
+        + compute.matmul_forward_flops_per_token(_latent_projection_params(x))
     dense_fwd = compute.mlp_forward_flops_per_token(h, x["ffn"], x["mlp_matrices"])
     logits_fwd = compute.logits_forward_flops_per_token(h, x["vocab"])
     projections_fwd = compute.matmul_forward_flops_per_token(
@@ -572,10 +597,16 @@ def mlp_times(x: dict, r: dict) -> dict:
     # MoE routing: the router GEMM (t x E, narrow), its score passes (softmax/sigmoid,
     # top-k, balance statistics) and the token permutation before the experts and the
     # unpermutation after them (memory-bound copies of k h-vectors a token)
+    # (LatentMoE: the tokens projected to the latent size after routing and back after
+    # the combine, each TP rank its own tokens; permuted and dispatched in the latent size)
+    dim = _expert_dim(x)
+    latent = minimum(x["moe_latent_dim"], 1)
     routing = _gemm(x, t, x["experts"], h, minimum(minimum(t, h), x["experts"])) \
         + _memory_bound(x, moe.router_score_bytes(t, x["experts"])) \
-        + _memory_bound(x, compute.moe_permutation_bytes(t, x["experts_per_token"], h,
-                                                         x["bytes_per_element"]))
+        + _memory_bound(x, compute.moe_permutation_bytes(t, x["experts_per_token"], dim,
+                                                         x["bytes_per_element"])) \
+        + latent * (_gemm(x, rank_tokens, dim, h, minimum(minimum(rank_tokens, h), dim))
+                    + _gemm(x, rank_tokens, h, dim, minimum(minimum(rank_tokens, h), dim)))
     # routed experts: the busiest EP rank sets the pace (order statistics of its routed
     # copies), and each expert's GEMMs run in whole tiles along its tokens and its width
     # (dropless: the busiest rank's routed load; token dropping pads every expert to its
@@ -584,9 +615,9 @@ def mlp_times(x: dict, r: dict) -> dict:
         * moe.busiest_rank_load_factor(copies, x["ep"], x["expert_load_cv"])
     # up (and gate) projections h -> f, then the down projection f -> h
     local_experts = x["experts"] / x["ep"]
-    routed = (x["mlp_matrices"] - 1) * _grouped_gemm(x, copies, expert_ffn, h, expert_tokens,
-                                                     local_experts) \
-        + _grouped_gemm(x, copies, h, expert_ffn, expert_tokens, local_experts)
+    routed = (x["mlp_matrices"] - 1) * _grouped_gemm(x, copies, expert_ffn, dim,
+                                                     expert_tokens, local_experts) \
+        + _grouped_gemm(x, copies, dim, expert_ffn, expert_tokens, local_experts)
     return {
         "t_mlp": x["mlp_matrices"] * _gemm(x, t, ffn, h, minimum(minimum(t, h), ffn)),
         "t_moe": busiest * routed
@@ -657,8 +688,9 @@ def cast_times(x: dict, r: dict) -> dict:
     copies = r["routed_copies"] / t
     expert_ffn = x["moe_ffn"] / x["etp"]
     dense_in, dense_grad = h + x["ffn"] / tp, (x["mlp_matrices"] - 1) * x["ffn"] / tp + h
-    moe_in = copies * (h + expert_ffn) + x["shared_experts"] * (h + x["moe_ffn"] / tp)
-    moe_grad = copies * ((x["mlp_matrices"] - 1) * expert_ffn + h) \
+    dim = _expert_dim(x)
+    moe_in = copies * (dim + expert_ffn) + x["shared_experts"] * (h + x["moe_ffn"] / tp)
+    moe_grad = copies * ((x["mlp_matrices"] - 1) * expert_ffn + dim) \
         + x["shared_experts"] * ((x["mlp_matrices"] - 1) * x["moe_ffn"] / tp + h)
     share = r["moe_share"]
     # (the attention's QKV and output-projection GEMMs, or a Mamba layer's projections)
@@ -794,7 +826,7 @@ def _dispatch_bytes_per_element(x: dict):
 def _ep_alltoall(x: dict, r: dict, bytes_per_element):
     """One dispatch (or combine) of one MoE layer and micro-batch, elements of
     ``bytes_per_element``: NVLink and network shares of the routed copies (formulas.moe)."""
-    k, h, ep = x["experts_per_token"], x["hidden"], x["ep"]
+    k, h, ep = x["experts_per_token"], _expert_dim(x), x["ep"]  # (LatentMoE: latent size)
     tokens = communication.expert_dispatch_tokens(r["tokens_mb"], x["tp"],
                                                   x["sequence_parallel"])
     # the EP group (etp*ep consecutive ranks) over scale-up domains; EP ranks in each
@@ -842,7 +874,8 @@ def microbatch_communication(x: dict, r: dict) -> dict:
                                            _selective_module(x, "recompute_moe")) \
         + x["sequence_parallel"] * communication.expert_tp_gather_time(
             communication.moe_dispatch_bytes(
-                communication.expert_rank_tokens(t, tp, x["etp"], 1), x["experts_per_token"], h, elem),
+                communication.expert_rank_tokens(t, tp, x["etp"], 1), x["experts_per_token"],
+                _expert_dim(x), elem),
             x["etp"], *_group_link(x, minimum(tp_in, x["etp"]) / x["etp"]))
     ep_exposed = communication.exposed_comm_time(
         layers * share * ep_layer,
@@ -1133,8 +1166,9 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
     # MoE layers keep their experts' tensors (dispatched token copies, expert widths, Linear
     # inputs at linear_input_bytes) instead of the dense MLP's; MLA layers whose
     # up-projections are recomputed keep the latents, not the per-head Q, K and V
+    # (LatentMoE: the dispatched copies in the latent size)
     moe_mlp = memory.moe_mlp_activation_bytes(
-        s, b, h, x["moe_ffn"], x["experts_per_token"], x["shared_experts"],
+        s, b, _expert_dim(x), x["moe_ffn"], x["experts_per_token"], x["shared_experts"],
         x["mlp_matrices"], tp, x["etp"], x["sequence_parallel"], x["linear_input_bytes"]) \
         - memory.mlp_activation_bytes(s, b, x["ffn"], x["mlp_matrices"], tp)
     mla_recomputed = minimum(x["kv_lora_rank"], 1) * x["recompute_mla_up_proj"] \
@@ -1188,7 +1222,7 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
         - r["dense_share"] * mlp_module * memory.mlp_activation_bytes(
             s, b, x["ffn"], x["mlp_matrices"], tp) \
         - r["moe_share"] * moe_module * memory.moe_mlp_activation_bytes(
-            s, b, h, x["moe_ffn"], x["experts_per_token"], x["shared_experts"],
+            s, b, _expert_dim(x), x["moe_ffn"], x["experts_per_token"], x["shared_experts"],
             x["mlp_matrices"], tp, x["etp"], x["sequence_parallel"], x["linear_input_bytes"])
     cached = memory.cached_input_saving_fraction(x["linear_input_bytes"])
     down_input = r["dense_share"] * (1 - mlp_module) * memory.mlp_activation_bytes(

@@ -27,6 +27,7 @@ from hardware_catalog.hf_config import model_data
 from planner.engine.layouts import rl
 from planner.engine.run.model import param_counts
 from planner.engine.run.run_inputs import RunChoices, base_inputs
+from planner.engine.search.alternatives import stack_lacks_model
 from planner.errors import CapplanError
 
 NEMOTRON_H_56B_PATTERN = (
@@ -307,3 +308,14 @@ def test_moe_latent_size_of_a_config_json_is_read():
               "n_routed_experts": 512, "num_experts_per_tok": 22,
               "moe_intermediate_size": 2688, "moe_latent_size": 1024}
     assert model_data(json.dumps(config), "config.json", "config")["moe_latent_dim"] == 1024
+
+
+def test_the_alternative_stack_line_says_torchtitan_has_no_mamba_layers():
+    assert stack_lacks_model("torchtitan-fsdp2", {"mamba_layers": 54.0})
+    assert stack_lacks_model("torchtitan-fsdp2", {"mamba_layers": 0.0}) is None
+    assert stack_lacks_model("megatron-core-2025", {"mamba_layers": 54.0}) is None
+    done = subprocess.run([sys.executable, "-m", "planner", "evaluate", "-m", "nemotron-h-56b",
+                           "-H", "gb200", "-n", "64", "--tp", "2", "--pp", "1"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    assert "with --stack torchtitan-fsdp2: torchtitan has no Mamba-2 layers" in done.stderr

@@ -17,6 +17,7 @@ from planner.engine.search.alternatives import (
     alternative_stack,
     change,
     settled_note,
+    stack_lacks_model,
     unavailable,
 )
 from planner.errors import PrecisionRefused
@@ -33,7 +34,11 @@ def row_alternatives(s, catalog, row: dict) -> list[dict]:
     out = []
     stack = alternative_stack(stack_of(catalog, hw, s.stack, s.model),
                               cuda_part(catalog.accelerator(hw)))
-    if stack is not None and stack in catalog.stacks:
+    lacking = stack and stack_lacks_model(stack, {"mamba_layers": getattr(
+        catalog.model(s.model), "mamba_layers", 0)})
+    if lacking:
+        out.append(unavailable(f"--stack {stack}", "gpu_hours", lacking))
+    elif stack is not None and stack in catalog.stacks:
         try:
             out.append(_stack_change(s, catalog, hw, row, stack, float(nominal["gpu_hours"])))
         except PrecisionRefused as refused:  # e.g. int8 on a stack that trains in floats

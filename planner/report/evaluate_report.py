@@ -27,6 +27,7 @@ from planner.engine.search.alternatives import (
     alternatives_line,
     change,
     settled_note,
+    stack_lacks_model,
     unavailable,
 )
 from planner.errors import CapplanError, PrecisionRefused
@@ -144,7 +145,10 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
                                                    "micro_batch")}}
     out = []
     stack = alternative_stack(e["stack"], run.cuda_part)  # None: none runs on this part
-    if stack is not None:
+    lacking = stack and stack_lacks_model(stack, run.inputs)
+    if lacking:
+        out.append(unavailable(f"--stack {stack}", "gpu_hours", lacking))
+    elif stack is not None:
         try:
             alt = resolve({**same_layout, "stack": stack})
             out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours",

@@ -150,10 +150,10 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x104 = window_layers * (2 * heads * x102 * x34 * (-x102 * x103 + 2) - x94)
     x105 = 2 * x12
     x106 = 2 * mlp_matrices
-    x107 = moe_ffn * x106
-    x108 = experts_per_token * x7
-    x109 = hidden * shared_experts * x107 + 4 * hidden * x14 + x105 + x107 * x108
-    del x107, x14
+    x107 = hidden * x106
+    x108 = experts_per_token * moe_ffn
+    x109 = 4 * hidden * x14 + moe_ffn * x107 * x64 + x105 + x106 * x108 * x7 - x107 * x108
+    del x108, x14
     x110 = moe_layers * x109
     x111 = 2 * x26
     del x26
@@ -172,151 +172,152 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x120 = 2 * x61
     x121 = 4.0 * x20
     del x20
-    x122 = ffn * x106
-    x123 = hidden * x122
-    x124 = mtp_layers * (x109 * x19 + x114 + x120 + x121 + x123 * x22 + x94)
+    x122 = ffn * x107
+    del x107
+    x123 = mtp_layers * (x109 * x19 + x114 + x120 + x121 + x122 * x22 + x94)
     del x109, x114
-    x125 = x123 * x5
-    del x123
-    x126 = x110 + x115 - x116 + x117 + x119 + x125
-    x127 = x120 + x126
-    x128 = layers * x94 - mixer_free_layers * x94 + x100 + x104 + x97
+    x124 = x122 * x5
+    del x122
+    x125 = x110 + x115 - x116 + x117 + x119 + x124
+    x126 = x120 + x125
+    x127 = layers * x94 - mixer_free_layers * x94 + x100 + x104 + x97
     del x94
-    x129 = x124 + x128
-    x130 = 6 * seq_len * x92
-    model_flops_per_token = -frozen_base * x127 + layers * x130 - mixer_free_layers * x130 + reference_model * (x127 + x129) + 3 * x100 + 6 * x101 + 3 * x104 + 3 * x110 + 3 * x115 - 3 * x116 + 3 * x117 + 3 * x119 + 3 * x124 + 6 * x61 + 6 * x62 + 6 * x88 + 6 * x90 + 3 * x97
-    del x100, x104, x115, x116, x117, x119, x124, x127, x130, x62, x97
-    x131 = recompute_early_stop * x91 * (1 - dropout_masks)
-    x132 = 1 - full_recompute
-    x133 = ffn + x25
-    x134 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x40))
+    x128 = x123 + x127
+    x129 = 6 * seq_len * x92
+    model_flops_per_token = -frozen_base * x126 + layers * x129 - mixer_free_layers * x129 + reference_model * (x126 + x128) + 3 * x100 + 6 * x101 + 3 * x104 + 3 * x110 + 3 * x115 - 3 * x116 + 3 * x117 + 3 * x119 + 3 * x123 + 6 * x61 + 6 * x62 + 6 * x88 + 6 * x90 + 3 * x97
+    del x100, x104, x115, x116, x117, x119, x123, x126, x129, x62, x97
+    x130 = recompute_early_stop * x91 * (1 - dropout_masks)
+    x131 = 1 - full_recompute
+    x132 = ffn + x25
+    x133 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x40))
     del x40
-    x135 = numpy.maximum(selective, recompute_core_attn * selective_option)
-    hardware_flops_per_token = full_recompute * (-ffn * x13 * x131 * x5 + 2 * x101 + x126 + x129 + 2 * x88 + 2 * x90) + model_flops_per_token + x132 * (layers * x13 * x134 * (x133 + x30) + recompute_mlp * x125 + recompute_moe * x110 + x128 * x135)
-    del x101, x110, x125, x126, x128, x129, x5, x88, x90
-    x136 = hidden * tokens_mb
-    x137 = x53 * x76
+    x134 = numpy.maximum(selective, recompute_core_attn * selective_option)
+    hardware_flops_per_token = full_recompute * (-ffn * x13 * x130 * x5 + 2 * x101 + x125 + x128 + 2 * x88 + 2 * x90) + model_flops_per_token + x131 * (layers * x13 * x133 * (x132 + x30) + recompute_mlp * x124 + recompute_moe * x110 + x127 * x134)
+    del x101, x110, x124, x125, x127, x128, x5, x88, x90
+    x135 = hidden * tokens_mb
+    x136 = x53 * x76
     del x53
-    x138 = tokens_mb * x137
-    x139 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x140 = bytes_per_element * x139
-    x141 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x137)
-    x142 = tokens_mb * x76
-    x143 = peak_flops_per_s ** (-1.0)
-    x144 = x143 / gemm_max_efficiency
-    x145 = x142 * x144
-    x146 = x43 * x76
-    x147 = hidden ** (-1.0)
-    x148 = -x146 + x147 * x47 * x76
+    x137 = tokens_mb * x136
+    x138 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x139 = bytes_per_element * x138
+    x140 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x136)
+    x141 = tokens_mb * x76
+    x142 = peak_flops_per_s ** (-1.0)
+    x143 = x142 / gemm_max_efficiency
+    x144 = x141 * x143
+    x145 = x43 * x76
+    x146 = hidden ** (-1.0)
+    x147 = -x145 + x146 * x47 * x76
     del x47
-    x149 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x148)
-    x150 = 2 * x144
-    x151 = x136 * x150
-    x152 = x37 * x76
+    x148 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x147)
+    x149 = 2 * x143
+    x150 = x135 * x149
+    x151 = x37 * x76
     del x37
-    x153 = x147 * x152
-    x154 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x153)
-    t_qkv = x48 * numpy.maximum(x148 * x151 * (gemm_half_efficiency_dim + x149) / x149, x140 * (hidden * x148 + tokens_mb * x148 + x136)) + x55 * numpy.maximum(x140 * (x136 + x138 + x54 * x76), x118 * x145 * (gemm_half_efficiency_dim + x141) / x141) + x59 * numpy.maximum(x140 * (tokens_mb * x153 + x136 + x152), tokens_mb * x150 * x152 * (gemm_half_efficiency_dim + x154) / x154)
-    del x118, x141, x148, x149, x152, x154, x54
-    x155 = 4 * linear_head_dim
-    x156 = 0.015625 * x95
+    x152 = x146 * x151
+    x153 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x152)
+    t_qkv = x48 * numpy.maximum(x147 * x150 * (gemm_half_efficiency_dim + x148) / x148, x139 * (hidden * x147 + tokens_mb * x147 + x135)) + x55 * numpy.maximum(x139 * (x135 + x137 + x54 * x76), x118 * x144 * (gemm_half_efficiency_dim + x140) / x140) + x59 * numpy.maximum(x139 * (tokens_mb * x152 + x135 + x151), tokens_mb * x149 * x151 * (gemm_half_efficiency_dim + x153) / x153)
+    del x118, x140, x147, x148, x151, x153, x54
+    x154 = 4 * linear_head_dim
+    x155 = 0.015625 * x95
     del x95
-    x157 = tokens_mb * x140
-    x158 = x157 * x76
-    x159 = numpy.minimum(seq_len, tokens_mb)
-    x160 = gemm_half_efficiency_dim + x159
-    x161 = x142 / attention_peak_flops_per_s
-    x162 = x161 / attention_gemm_max_efficiency
-    x163 = x160 * x162 / (attention_efficiency_factor * x159)
-    x164 = tokens_mb * x139
-    x165 = window_layers * x3
-    x166 = -x165 - x58
+    x156 = tokens_mb * x139
+    x157 = x156 * x76
+    x158 = numpy.minimum(seq_len, tokens_mb)
+    x159 = gemm_half_efficiency_dim + x158
+    x160 = x141 / attention_peak_flops_per_s
+    x161 = x160 / attention_gemm_max_efficiency
+    x162 = x159 * x161 / (attention_efficiency_factor * x158)
+    x163 = tokens_mb * x138
+    x164 = window_layers * x3
+    x165 = -x164 - x58
     del x58
-    x167 = x158 * x93
+    x166 = x157 * x93
     del x93
-    x168 = attention_scores_stored + selective
-    x169 = numpy.maximum(head_dim, v_head_dim)
-    x170 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x169 + 1)) + 1
-    x171 = numpy.maximum(x168, x170)
-    x172 = numpy.minimum(head_dim, tokens_mb)
-    x173 = attention_gemm_max_efficiency * x172 / (gemm_half_efficiency_dim + x172)
-    del x172
-    x174 = 1 - x171
-    x175 = seq_len * x171
-    x176 = numpy.minimum(attention_block_tokens, seq_len)
-    x177 = x176 ** (-1.0)
-    x178 = seq_len * x177 - 1
-    x179 = seq_len - 1
-    x180 = numpy.minimum(x178, numpy.ceil(x177 * x179))
-    x181 = x180 + 1
-    x182 = -seq_len * x177
-    x183 = x103 * x176
-    x184 = 2 / 3 * x176
-    del x176
-    x185 = numpy.minimum(attention_block_tokens_bwd, seq_len)
-    x186 = x185 ** (-1.0)
-    x187 = seq_len * x186 - 1
-    x188 = numpy.minimum(x187, numpy.ceil(x179 * x186))
-    del x179
-    x189 = x188 + 1
-    x190 = -seq_len * x186
-    x191 = x103 * x185
-    x192 = 4 / 3 * x185
-    del x185
-    x193 = x174 * (x184 * (x183 * (1 / 2 * x180 * x181 + x180 * (-x181 - x182)) + 1) + x192 * (x191 * (1 / 2 * x188 * x189 + x188 * (-x189 - x190)) + 1))
-    del x180, x181, x188, x189
-    x194 = x175 + x193
-    x195 = attention_head_dim_granule ** (-1.0)
-    x196 = x169 * (1 - fused_split_head_dims)
-    del x169
-    x197 = attention_efficiency_factor * attention_gemm_max_efficiency * x159 * x34 / (x160 * (attention_head_dim_granule * numpy.ceil(x195 * (fused_split_head_dims * head_dim + x196)) + attention_head_dim_granule * numpy.ceil(x195 * (fused_split_head_dims * v_head_dim + x196))))
-    del x159, x160, x195, x196
-    x198 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x34)
-    x199 = numpy.maximum(1.0, x198)
-    x200 = attention_exp_overlap_exponent ** (-1.0)
-    x201 = numpy.maximum(2.0, x198)
-    x202 = x201 ** (-1.0)
-    x203 = x174 * (1 / 3 * x199 * ((x198 / x199) ** attention_exp_overlap_exponent + x199 ** (-attention_exp_overlap_exponent)) ** x200 + 1 / 3 * x201 * ((2 * x202) ** attention_exp_overlap_exponent + (x198 * x202) ** attention_exp_overlap_exponent) ** x200 - 1)
-    del x198, x199, x200, x201, x202
-    x204 = x161 * x92
-    del x161, x92
-    x205 = fused_window_attention * x174
-    x206 = 1 - x205
-    x207 = seq_len * x206
-    x208 = x102 - 1
+    x167 = attention_scores_stored + selective
+    x168 = numpy.maximum(head_dim, v_head_dim)
+    x169 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x168 + 1)) + 1
+    x170 = numpy.maximum(x167, x169)
+    x171 = numpy.minimum(head_dim, tokens_mb)
+    x172 = attention_gemm_max_efficiency * x171 / (gemm_half_efficiency_dim + x171)
+    del x171
+    x173 = 1 - x170
+    x174 = seq_len * x170
+    x175 = numpy.minimum(attention_block_tokens, seq_len)
+    x176 = x175 ** (-1.0)
+    x177 = seq_len * x176 - 1
+    x178 = seq_len - 1
+    x179 = numpy.minimum(x177, numpy.ceil(x176 * x178))
+    x180 = x179 + 1
+    x181 = -seq_len * x176
+    x182 = x103 * x175
+    x183 = 2 / 3 * x175
+    del x175
+    x184 = numpy.minimum(attention_block_tokens_bwd, seq_len)
+    x185 = x184 ** (-1.0)
+    x186 = seq_len * x185 - 1
+    x187 = numpy.minimum(x186, numpy.ceil(x178 * x185))
+    del x178
+    x188 = x187 + 1
+    x189 = -seq_len * x185
+    x190 = x103 * x184
+    x191 = 4 / 3 * x184
+    del x184
+    x192 = x173 * (x183 * (x182 * (1 / 2 * x179 * x180 + x179 * (-x180 - x181)) + 1) + x191 * (x190 * (1 / 2 * x187 * x188 + x187 * (-x188 - x189)) + 1))
+    del x179, x180, x187, x188
+    x193 = x174 + x192
+    x194 = attention_head_dim_granule ** (-1.0)
+    x195 = x168 * (1 - fused_split_head_dims)
+    del x168
+    x196 = attention_efficiency_factor * attention_gemm_max_efficiency * x158 * x34 / (x159 * (attention_head_dim_granule * numpy.ceil(x194 * (fused_split_head_dims * head_dim + x195)) + attention_head_dim_granule * numpy.ceil(x194 * (fused_split_head_dims * v_head_dim + x195))))
+    del x158, x159, x194, x195
+    x197 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x34)
+    x198 = numpy.maximum(1.0, x197)
+    x199 = attention_exp_overlap_exponent ** (-1.0)
+    x200 = numpy.maximum(2.0, x197)
+    x201 = x200 ** (-1.0)
+    x202 = x173 * (1 / 3 * x198 * ((x197 / x198) ** attention_exp_overlap_exponent + x198 ** (-attention_exp_overlap_exponent)) ** x199 + 1 / 3 * x200 * ((2 * x201) ** attention_exp_overlap_exponent + (x197 * x201) ** attention_exp_overlap_exponent) ** x199 - 1)
+    del x197, x198, x199, x200, x201
+    x203 = x160 * x92
+    del x160, x92
+    x204 = fused_window_attention * x173
+    x205 = 1 - x204
+    x206 = seq_len * x205
+    x207 = x102 - 1
     del x102
-    x209 = numpy.minimum(x178, numpy.ceil(x177 * x208))
-    del x177, x178
-    x210 = x209 + 1
-    x211 = numpy.minimum(x187, numpy.ceil(x186 * x208))
-    del x186, x187, x208
-    x212 = x211 + 1
-    x213 = x205 * (x184 * (x183 * (1 / 2 * x209 * x210 + x209 * (-x182 - x210)) + 1) + x192 * (x191 * (1 / 2 * x211 * x212 + x211 * (-x190 - x212)) + 1))
-    del x182, x183, x184, x190, x191, x192, x209, x210, x211, x212
-    x214 = x207 + x213
-    t_core = numpy.maximum(x165 * x167, x165 * x204 * (2 * x207 + 2 * x213) * (fused_window_attention * x203 + 1) / (x173 * x206 + x197 * x205 * x214 / (attention_fill_keys + x214))) + numpy.maximum(x166 * x167, x166 * x204 * (2 * x175 + 2 * x193) * (x203 + 1) / (x171 * x173 + x174 * x194 * x197 / (attention_fill_keys + x194))) + numpy.maximum(x163 * x55 * x99, x164 * x55 * x76 * (bytes_per_element * (mamba_heads + 6 * x49 + 7 * x50) + 0.0625 * x98)) + numpy.maximum(linear_value_heads * x163 * x48 * x96, linear_value_heads * x158 * x48 * (x155 + x156))
-    del x158, x163, x167, x173, x174, x175, x193, x194, x197, x203, x204, x205, x206, x207, x213, x214, x49, x96, x98, x99
-    x215 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x139 * x215 * x76 * (x165 * numpy.maximum(numpy.maximum(x168, x170), 1 - fused_window_attention) + x166 * x171)
-    del x1, x165, x166, x168, x171
-    x216 = hidden * x76
-    x217 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x146)
-    x218 = x136 * x76
-    x219 = x144 * x218
-    x220 = x50 * x76
-    x221 = tokens_mb * x220
-    x222 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x220)
-    x223 = x25 * x76
-    x224 = tokens_mb * x223
-    x225 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x223)
-    t_proj = x48 * numpy.maximum(x219 * x45 * (gemm_half_efficiency_dim + x217) / x217, x140 * (tokens_mb * x146 + x136 + x216 * x43)) + x55 * numpy.maximum(x140 * (x136 + x216 * x50 + x221), x219 * x51 * (gemm_half_efficiency_dim + x222) / x222) + x59 * numpy.maximum(x140 * (x136 + x216 * x25 + x224), x151 * x223 * (gemm_half_efficiency_dim + x225) / x225)
-    del x146, x217, x219, x222, x225, x25, x45, x48, x51
-    x226 = ffn * x76
-    x227 = tokens_mb * x226
-    x228 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x226)
-    t_mlp = mlp_matrices * numpy.maximum(x140 * (hidden * x226 + x136 + x227), x151 * x226 * (gemm_half_efficiency_dim + x228) / x228)
-    del x228
-    x229 = experts * tokens_mb
+    x208 = numpy.minimum(x177, numpy.ceil(x176 * x207))
+    del x176, x177
+    x209 = x208 + 1
+    x210 = numpy.minimum(x186, numpy.ceil(x185 * x207))
+    del x185, x186, x207
+    x211 = x210 + 1
+    x212 = x204 * (x183 * (x182 * (1 / 2 * x208 * x209 + x208 * (-x181 - x209)) + 1) + x191 * (x190 * (1 / 2 * x210 * x211 + x210 * (-x189 - x211)) + 1))
+    del x181, x182, x183, x189, x190, x191, x208, x209, x210, x211
+    x213 = x206 + x212
+    t_core = numpy.maximum(x164 * x166, x164 * x203 * (2 * x206 + 2 * x212) * (fused_window_attention * x202 + 1) / (x172 * x205 + x196 * x204 * x213 / (attention_fill_keys + x213))) + numpy.maximum(x165 * x166, x165 * x203 * (2 * x174 + 2 * x192) * (x202 + 1) / (x170 * x172 + x173 * x193 * x196 / (attention_fill_keys + x193))) + numpy.maximum(x162 * x55 * x99, x163 * x55 * x76 * (bytes_per_element * (mamba_heads + 6 * x49 + 7 * x50) + 0.0625 * x98)) + numpy.maximum(linear_value_heads * x162 * x48 * x96, linear_value_heads * x157 * x48 * (x154 + x155))
+    del x157, x162, x166, x172, x173, x174, x192, x193, x196, x202, x203, x204, x205, x206, x212, x213, x49, x96, x98, x99
+    x214 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x138 * x214 * x76 * (x164 * numpy.maximum(numpy.maximum(x167, x169), 1 - fused_window_attention) + x165 * x170)
+    del x1, x164, x165, x167, x170
+    x215 = hidden * x76
+    x216 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x145)
+    x217 = x135 * x76
+    x218 = x143 * x217
+    x219 = x50 * x76
+    x220 = tokens_mb * x219
+    x221 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x219)
+    x222 = x25 * x76
+    x223 = tokens_mb * x222
+    x224 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x222)
+    t_proj = x48 * numpy.maximum(x218 * x45 * (gemm_half_efficiency_dim + x216) / x216, x139 * (tokens_mb * x145 + x135 + x215 * x43)) + x55 * numpy.maximum(x139 * (x135 + x215 * x50 + x220), x218 * x51 * (gemm_half_efficiency_dim + x221) / x221) + x59 * numpy.maximum(x139 * (x135 + x215 * x25 + x223), x150 * x222 * (gemm_half_efficiency_dim + x224) / x224)
+    del x145, x216, x218, x221, x224, x25, x45, x48, x51
+    x225 = ffn * x76
+    x226 = tokens_mb * x225
+    x227 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x225)
+    t_mlp = mlp_matrices * numpy.maximum(x139 * (hidden * x225 + x135 + x226), x150 * x225 * (gemm_half_efficiency_dim + x227) / x227)
+    del x227
+    x228 = experts * tokens_mb
+    x229 = experts_per_token * x7
     x230 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
     x231 = moe_ffn * x76
     x232 = tokens_mb * x231
@@ -324,7 +325,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x234 = sequence_parallel * x76
     x235 = 1 - sequence_parallel
     x236 = etp * x234 + x235
-    x237 = x136 * x236
+    x237 = x135 * x236
     x238 = tokens_mb * x236
     x239 = x238 * x7
     x240 = numpy.minimum(numpy.minimum(hidden, x238), x7)
@@ -335,71 +336,71 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     routed_copies = experts_per_token * x238
     del x238
     x245 = routed_copies * x72
-    x246 = x140 * (experts_per_token * x239 + x245 + x79)
+    x246 = x139 * (experts_per_token * x239 + x245 + x79)
     del x79
     x247 = gemm_tile_dim ** (-1.0)
     x248 = ep * routed_copies / experts
-    x249 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x150 * x244 * (grouped_gemm_token_half_dim + x248) * numpy.ceil(x248 / grouped_gemm_tile_tokens) / ep ** 2
+    x249 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x149 * x244 * (grouped_gemm_token_half_dim + x248) * numpy.ceil(x248 / grouped_gemm_tile_tokens) / ep ** 2
     del x248
     x250 = mlp_matrices - 1
-    t_moe = mlp_matrices * shared_experts * numpy.maximum(x140 * (hidden * x231 + x136 + x232), x151 * x231 * (gemm_half_efficiency_dim + x233) / x233) + 4 * x108 * x157 + 20 * x139 * x229 + 2 * x6 * numpy.maximum(x140 * (hidden * x7 + x237 + x239), x150 * x237 * x7 * (gemm_half_efficiency_dim + x240) / x240) + (capacity_factor * token_drop + x241 * (x242 * numpy.sqrt(expert_load_cv ** 2 + x244) * numpy.sqrt(numpy.log(ep)) + 1)) * (x250 * numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x7) * numpy.ceil(x247 * x72)) + numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x72) * numpy.ceil(x247 * x7))) + numpy.maximum(x140 * (x12 + x136 + x229), tokens_mb * x105 * x144 * (gemm_half_efficiency_dim + x230) / x230)
-    del x105, x12, x144, x229, x230, x233, x237, x239, x240, x244, x246, x247, x249, x6
+    t_moe = mlp_matrices * shared_experts * numpy.maximum(x139 * (hidden * x231 + x135 + x232), x150 * x231 * (gemm_half_efficiency_dim + x233) / x233) + 20 * x138 * x228 + 4 * x156 * x229 + 2 * x6 * numpy.maximum(x139 * (hidden * x7 + x237 + x239), x149 * x237 * x7 * (gemm_half_efficiency_dim + x240) / x240) + (capacity_factor * token_drop + x241 * (x242 * numpy.sqrt(expert_load_cv ** 2 + x244) * numpy.sqrt(numpy.log(ep)) + 1)) * (x250 * numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x7) * numpy.ceil(x247 * x72)) + numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x72) * numpy.ceil(x247 * x7))) + numpy.maximum(x139 * (x12 + x135 + x228), tokens_mb * x105 * x143 * (gemm_half_efficiency_dim + x230) / x230)
+    del x105, x12, x143, x228, x230, x233, x237, x239, x240, x244, x246, x247, x249, x6
     x251 = (sequence_parallel * x67 + 1) ** (-1.0)
     x252 = hidden * x251
     x253 = shared_experts * x231
     x254 = experts_per_token * x72
-    t_elem = elementwise_traffic_factor * x157 * (16 * x252 * x42 + x76 * (4 * moe_share * tp * (x236 * x254 + x253) + 4 * x75))
-    del x157, x236, x75
+    t_elem = elementwise_traffic_factor * x156 * (16 * x252 * x42 + x76 * (4 * moe_share * tp * (x236 * x254 + x253) + 4 * x75))
+    del x156, x236, x75
     x255 = vocab * x76
     x256 = tokens_mb * x255
-    x257 = x140 * (x136 + x256 + x61 * x76)
+    x257 = x139 * (x135 + x256 + x61 * x76)
     del x61
     x258 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x255)
     x259 = x120 * (gemm_half_efficiency_dim + x258) / x258
     del x120, x258
-    t_logits = low_precision_output_layer * numpy.maximum(x257, x145 * x259) + (1 - low_precision_output_layer) * numpy.maximum(x257, x162 * x259)
-    del x162, x257, x259
-    t_loss = loss_bytes_per_logit * x139 * x256
+    t_logits = low_precision_output_layer * numpy.maximum(x257, x144 * x259) + (1 - low_precision_output_layer) * numpy.maximum(x257, x161 * x259)
+    del x161, x257, x259
+    t_loss = loss_bytes_per_logit * x138 * x256
     del x256
     x260 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x139 * (bytes_per_element + x250 * x260) * (shared_experts * x232 + x245)
+    t_moe_act = x138 * (bytes_per_element + x250 * x260) * (shared_experts * x232 + x245)
     del x245
     x261 = numpy.maximum(1, lora_rank)
     x262 = tokens_mb * x261
     x263 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x261)
-    x264 = numpy.maximum(x140 * (hidden * x261 + x136 + x262), x151 * x261 * (gemm_half_efficiency_dim + x263) / x263)
-    del x151, x263
+    x264 = numpy.maximum(x139 * (hidden * x261 + x135 + x262), x150 * x261 * (gemm_half_efficiency_dim + x263) / x263)
+    del x150, x263
     x265 = x30 * x76
     x266 = numpy.minimum(numpy.minimum(tokens_mb, x261), x265)
-    x267 = x150 * x262
-    del x150
-    x268 = numpy.minimum(numpy.minimum(tokens_mb, x223), x261)
+    x267 = x149 * x262
+    del x149
+    x268 = numpy.minimum(numpy.minimum(tokens_mb, x222), x261)
     x269 = x28 * x76
     x270 = numpy.minimum(numpy.minimum(tokens_mb, x261), x269)
     x271 = x31 * x76
     x272 = numpy.minimum(numpy.minimum(tokens_mb, x261), x271)
-    x273 = numpy.minimum(numpy.minimum(tokens_mb, x226), x261)
-    x274 = x264 + numpy.maximum(x140 * (x226 * x261 + x227 + x262), x226 * x267 * (gemm_half_efficiency_dim + x273) / x273)
-    del x227, x273
+    x273 = numpy.minimum(numpy.minimum(tokens_mb, x225), x261)
+    x274 = x264 + numpy.maximum(x139 * (x225 * x261 + x226 + x262), x225 * x267 * (gemm_half_efficiency_dim + x273) / x273)
+    del x226, x273
     x275 = numpy.minimum(numpy.minimum(tokens_mb, x231), x261)
-    x276 = x264 + numpy.maximum(x140 * (x231 * x261 + x232 + x262), x231 * x267 * (gemm_half_efficiency_dim + x275) / x275)
+    x276 = x264 + numpy.maximum(x139 * (x231 * x261 + x232 + x262), x231 * x267 * (gemm_half_efficiency_dim + x275) / x275)
     del x232, x275
-    t_adapter = dense_share * (lora_down * x274 + x274 * x83) + lora_k * (x264 + numpy.maximum(x265 * x267 * (gemm_half_efficiency_dim + x266) / x266, x140 * (tokens_mb * x265 + x261 * x265 + x262))) + lora_o * (x264 + numpy.maximum(x140 * (x223 * x261 + x224 + x262), x223 * x267 * (gemm_half_efficiency_dim + x268) / x268)) + lora_q * (x264 + numpy.maximum(x267 * x269 * (gemm_half_efficiency_dim + x270) / x270, x140 * (tokens_mb * x269 + x261 * x269 + x262))) + lora_v * (x264 + numpy.maximum(x267 * x271 * (gemm_half_efficiency_dim + x272) / x272, x140 * (tokens_mb * x271 + x261 * x271 + x262))) + moe_share * x64 * (lora_down * x276 + x276 * x83)
-    del x224, x261, x262, x264, x265, x266, x267, x268, x269, x270, x271, x272, x274, x276, x64
+    t_adapter = dense_share * (lora_down * x274 + x274 * x83) + lora_k * (x264 + numpy.maximum(x265 * x267 * (gemm_half_efficiency_dim + x266) / x266, x139 * (tokens_mb * x265 + x261 * x265 + x262))) + lora_o * (x264 + numpy.maximum(x139 * (x222 * x261 + x223 + x262), x222 * x267 * (gemm_half_efficiency_dim + x268) / x268)) + lora_q * (x264 + numpy.maximum(x267 * x269 * (gemm_half_efficiency_dim + x270) / x270, x139 * (tokens_mb * x269 + x261 * x269 + x262))) + lora_v * (x264 + numpy.maximum(x267 * x271 * (gemm_half_efficiency_dim + x272) / x272, x139 * (tokens_mb * x271 + x261 * x271 + x262))) + moe_share * x64 * (lora_down * x276 + x276 * x83)
+    del x223, x261, x262, x264, x265, x266, x267, x268, x269, x270, x271, x272, x274, x276, x64
     x277 = -stage_params
     x278 = -stage_embedding_params - x277
     x279 = full_recompute + 2
-    dequant_mb = dequantize_base * x139 * x278 * x279 * (base_weight_bytes_per_param + bytes_per_element)
+    dequant_mb = dequantize_base * x138 * x278 * x279 * (base_weight_bytes_per_param + bytes_per_element)
     x280 = -x57
     del x57
     x281 = routed_copies * x243
     del routed_copies, x243
-    x282 = cast_bytes_per_element * x164
-    del x164
-    t_cast_fwd = x282 * (dense_share * (hidden + x226) + moe_share * (shared_experts * (hidden + x231) + x281 * (x7 + x72)) + x280 * (hidden + x223) + x55 * (hidden + x220))
-    del x223
-    t_cast_bwd = x282 * (dense_share * (hidden + x226 * x250) + moe_share * (shared_experts * (hidden + x231 * x250) + x281 * (x250 * x72 + x7)) + x280 * (hidden + x153) + x55 * (hidden + x137))
-    del x137, x153, x231, x280, x281, x282
+    x282 = cast_bytes_per_element * x163
+    del x163
+    t_cast_fwd = x282 * (dense_share * (hidden + x225) + moe_share * (shared_experts * (hidden + x231) + x281 * (x7 + x72)) + x280 * (hidden + x222) + x55 * (hidden + x219))
+    del x222
+    t_cast_bwd = x282 * (dense_share * (hidden + x225 * x250) + moe_share * (shared_experts * (hidden + x231 * x250) + x281 * (x250 * x72 + x7)) + x280 * (hidden + x152) + x55 * (hidden + x136))
+    del x136, x152, x231, x280, x281, x282
     x283 = dense_share * t_mlp
     x284 = moe_share * t_moe
     x285 = t_proj + t_qkv
@@ -412,25 +413,25 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x289
     x291 = host_copy_bytes_per_s_per_gpu ** (-1.0)
     x292 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x251 * x291
-    x293 = x135 * x287
-    del x135, x287
+    x293 = x134 * x287
+    del x134, x287
     x294 = mlp_matrices ** (-1.0)
-    x295 = recompute_moe * x132
+    x295 = recompute_moe * x131
     x296 = recompute_moe_act * (1 - x295)
     x297 = kv_heads * x34
-    x298 = -frozen_base * x286 + full_recompute * (t_layer_fwd - x131 * x283 * x294) + x132 * (moe_share * t_moe_act * x296 + recompute_mlp * x283 + recompute_moe * x284 + x134 * (t_elem + t_mlp * x294 + t_proj + t_qkv * x30 / (x28 + x297)) + x293)
-    del t_moe_act, x131, x294, x30
+    x298 = -frozen_base * x286 + full_recompute * (t_layer_fwd - x130 * x283 * x294) + x131 * (moe_share * t_moe_act * x296 + recompute_mlp * x283 + recompute_moe * x284 + x133 * (t_elem + t_mlp * x294 + t_proj + t_qkv * x30 / (x28 + x297)) + x293)
+    del t_moe_act, x130, x294, x30
     x299 = 3 * t_core
     x300 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x299
-    x301 = numpy.minimum(numpy.minimum(tokens_mb, x216), 2.0 * hidden)
+    x301 = numpy.minimum(numpy.minimum(tokens_mb, x215), 2.0 * hidden)
     x302 = t_mlp * x22
     del t_mlp, x22
     x303 = t_moe * x19
     del t_moe
     x304 = 3 * t_logits + t_loss
     del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x292) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x283 - 2 * x284 - x292 - x298)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x283 + 3 * x284 + x298 + x300) + x290 + x304 + x66 * (full_recompute * (x285 + x288 + x302 + x303) + x132 * x293 + x300 + 3 * x302 + 3 * x303 + x304 + 3 * numpy.maximum(x121 * x145 * (gemm_half_efficiency_dim + x301) / x301, x140 * (2.0 * x136 + x21 * x76 + x218)))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x121, x140, x145, x21, x283, x284, x285, x288, x292, x293, x298, x300, x301, x302, x303
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x292) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x283 - 2 * x284 - x292 - x298)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x283 + 3 * x284 + x298 + x300) + x290 + x304 + x66 * (full_recompute * (x285 + x288 + x302 + x303) + x131 * x293 + x300 + 3 * x302 + 3 * x303 + x304 + 3 * numpy.maximum(x121 * x144 * (gemm_half_efficiency_dim + x301) / x301, x139 * (2.0 * x135 + x21 * x76 + x217)))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x121, x139, x144, x21, x283, x284, x285, x288, x292, x293, x298, x300, x301, x302, x303
     forward_mb = stage_layers * t_layer_fwd + t_logits + x290
     del x290
     weight_grad_mb = x91 * (stage_layers * x286 + t_logits)
@@ -438,7 +439,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     compute_s = compute_mb * microbatches
     x305 = stage_layers + x66
     x306 = 2 * full_recompute
-    x307 = x134 * (2 - sequence_parallel) + x306 + 4
+    x307 = x133 * (2 - sequence_parallel) + x306 + 4
     x308 = tp_intra_ranks - 1
     x309 = 2 * intra_latency_s
     x310 = numpy.minimum(1, x67)
@@ -450,8 +451,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x315 = 2 * bytes_per_element
     x316 = scale_out_bandwidth_bytes_per_s ** (-1.0)
     x317 = x316 / scale_out_bus_efficiency
-    x318 = collective_overhead_s * x310 + x136 * x308 * x311 * x314 * x315 + x218 * x312 * x315 * x317 + x308 * x309 + x312 * x313
-    del x136, x218, x308, x311, x312, x315
+    x318 = collective_overhead_s * x310 + x135 * x308 * x311 * x314 * x315 + x217 * x312 * x315 * x317 + x308 * x309 + x312 * x313
+    del x135, x217, x308, x311, x312, x315
     tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x305 * x307 * x318 * x42) + x305 * x307 * x318 * x42
     del x307, x318
     x319 = 1 - cp_intra
@@ -460,18 +461,18 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x322 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
     x323 = bytes_per_element / (cp_intra * x321 + x319 * x322)
     del x319
-    x324 = x305 * x59 * (3 * cp - 3) * (x142 * x297 * x323 + x320)
+    x324 = x305 * x59 * (3 * cp - 3) * (x141 * x297 * x323 + x320)
     del x297, x59
     x325 = cp - 1
     x326 = x0 * x323 * x325
     del x323
-    cp_comm_mb = -cp_overlap * numpy.minimum(x324, x299 * x305) + x279 * x305 * x55 * (x138 * x326 + x221 * x326 + 2 * x320 * x325) + x324
-    del x138, x221, x299, x320, x324, x325, x326, x55
+    cp_comm_mb = -cp_overlap * numpy.minimum(x324, x299 * x305) + x279 * x305 * x55 * (x137 * x326 + x220 * x326 + 2 * x320 * x325) + x324
+    del x137, x220, x299, x320, x324, x325, x326, x55
     x327 = x71 * numpy.minimum(etp, tp_intra_ranks)
     del x71
     x328 = 1 - x327
     x329 = 4 * etp - 4
-    x330 = bytes_per_element * x108
+    x330 = bytes_per_element * x229
     x331 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
     x332 = x331 ** (-1.0)
     x333 = ep * x332 - 1
@@ -488,8 +489,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x340 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
     x341 = moe_share * x305
     del x305
-    x342 = x341 * (sequence_parallel * (x142 * x329 * x330 / (x321 * x327 + x322 * x328) + x329 * (inter_latency_s * x328 + intra_latency_s * x327)) + (x295 + 2) * (x309 * x333 + x313 * (x331 - 1) + numpy.maximum(bytes_per_element * x339, x330 * x337) + numpy.maximum(x339 * x340, x108 * x337 * x340)))
-    del x108, x142, x327, x328, x329, x330, x331, x333, x337, x339, x340
+    x342 = x341 * (sequence_parallel * (x141 * x329 * x330 / (x321 * x327 + x322 * x328) + x329 * (inter_latency_s * x328 + intra_latency_s * x327)) + (x295 + 2) * (x309 * x333 + x313 * (x331 - 1) + numpy.maximum(bytes_per_element * x339, x330 * x337) + numpy.maximum(x339 * x340, x229 * x337 * x340)))
+    del x141, x229, x327, x328, x329, x330, x331, x333, x337, x339, x340
     x343 = ep_overlap * numpy.minimum(x342, 3 * t_layer_fwd * x341)
     del x341
     ep_comm_mb = comm_sm_fraction * x343 / (1 - comm_sm_fraction) + x342 - x343
@@ -500,7 +501,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x347 = microbatches * vp
     x348 = 1 - pp_intra
     x349 = 1.0 * bytes_per_element
-    x350 = tokens_mb * x216
+    x350 = tokens_mb * x215
     pp_comm_s = x344 * x346 * (2 * pp + 2 * x347 - 2) * (inter_latency_s * x348 + intra_latency_s * pp_intra + x349 * x350 / (pp_intra * x321 + x322 * x348))
     del x321, x322, x348
     x351 = 1 - dp_overlap
@@ -626,8 +627,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x430
     x434 = stage_trainable_expert_params / expert_optimizer_shards
     x435 = stage_trainable_params / optimizer_shards
-    optimizer_s = x139 * (x434 + x435) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x139
+    optimizer_s = x138 * (x434 + x435) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x138
     x436 = microbatches * stage_extra_layers * (compute_mb - x304) * (x433 + 1) / stage_layers
     del compute_mb, x304, x433
     x437 = dp_comm_s + pp_comm_s
@@ -644,10 +645,10 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x443 = tokens_per_s * x440
     x444 = model_flops_per_token * x443
     tflops_per_gpu = 1e-12 * x444
-    mfu = x143 * x444
+    mfu = x142 * x444
     del x444
-    hfu = hardware_flops_per_token * x143 * x443
-    del hardware_flops_per_token, x143, x443
+    hfu = hardware_flops_per_token * x142 * x443
+    del hardware_flops_per_token, x142, x443
     x445 = bytes_per_element * x362 * x391
     del x362, x391
     x446 = expert_weight_shards ** (-1.0)
@@ -665,9 +666,9 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x452 = bytes_per_element * tokens_mb
     x453 = hidden * x335
     x454 = 2 * tokens_mb
-    x455 = tokens_mb * x226
-    x456 = x106 * x455
-    x457 = recompute_mlp * x132
+    x455 = tokens_mb * x106
+    x456 = x225 * x455
+    x457 = recompute_mlp * x131
     x458 = tokens_mb * x453
     x459 = 4 * x458
     x460 = heads + kv_heads
@@ -676,10 +677,11 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x463 = tokens_mb * x253
     del x253
     x464 = tokens_mb * x335
-    x465 = dense_share * (1 - x457)
+    x465 = dense_share * x225 * (1 - x457)
+    del x225
     x466 = 1 - recompute_norms
-    x467 = micro_batch * x215 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x170) / cp ** 2
-    del x170, x215
+    x467 = micro_batch * x214 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x169) / cp ** 2
+    del x169, x214
     x468 = x76 * (x34 * x454 * x460 + x467)
     x469 = linear_input_bytes + x106 - 2
     del x106
@@ -688,20 +690,20 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x471 = tokens_mb * x13
     x472 = linear_input_bytes * x42 * x458 * x466
     del x42, x458
-    x473 = lora_rank * x452 * (lora_down + lora_k + lora_o + lora_q + lora_v + x83) + x134 * x454 * (hidden * x82 + 2 * sequence_parallel * x216 * x310 + x453 + x76 * (x133 + x28 + x31)) + (1 - x134) * (-dense_share * x456 * x457 - frozen_base * (linear_input_bytes * x455 * x465 * (1 - lora_down) + x472 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x472 * (1 - numpy.minimum(1, x83))) - heads * recompute_mla_up_proj * x27 * x454 * x76 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x335 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x76 * (linear_key_heads * x155 + 68.0 * linear_value_heads + 5 * x43) - x468) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x76 * (5 * x50 + x52) + 2 * micro_batch * seq_len * x0 * x76 * (-x13 * (x461 + 1) + x34 * x460) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x33) - mlp_free_layers * x3 * x456 - moe_share * x295 * x470 + moe_share * (-x456 + x470) - moe_share * (linear_input_bytes * x296 + x250 * (2 - x260)) * (x254 * x464 + x463) - recompute_norms * x462 - x41 * x459 - x468 * x56 + x76 * (hidden * tokens_mb * (4 * x461 + 2) + tokens_mb * x122 + x467 + x471) - (1 - 1 / 2 * linear_input_bytes) * (x226 * x454 * x465 + x462 * x466))
-    del dense_share, moe_share, x0, x122, x13, x133, x134, x155, x216, x226, x250, x254, x260, x27, x28, x295, x296, x3, x31, x310, x33, x335, x34, x41, x43, x453, x454, x455, x456, x457, x459, x460, x461, x462, x463, x464, x465, x466, x467, x468, x470, x472, x50, x52, x56, x82, x83
+    x473 = lora_rank * x452 * (lora_down + lora_k + lora_o + lora_q + lora_v + x83) + x133 * x454 * (hidden * x82 + 2 * sequence_parallel * x215 * x310 + x453 + x76 * (x132 + x28 + x31)) + (1 - x133) * (-dense_share * x456 * x457 - frozen_base * (linear_input_bytes * tokens_mb * x465 * (1 - lora_down) + x472 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x472 * (1 - numpy.minimum(1, x83))) - heads * recompute_mla_up_proj * x27 * x454 * x76 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x335 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x76 * (linear_key_heads * x154 + 68.0 * linear_value_heads + 5 * x43) - x468) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x76 * (5 * x50 + x52) + 2 * micro_batch * seq_len * x0 * x76 * (-x13 * (x461 + 1) + x34 * x460) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x33) - mlp_free_layers * x3 * x456 - moe_share * x295 * x470 + moe_share * (-x456 + x470) - moe_share * (linear_input_bytes * x296 + x250 * (2 - x260)) * (x254 * x464 + x463) - recompute_norms * x462 - x41 * x459 - x468 * x56 + x76 * (ffn * x455 + hidden * tokens_mb * (4 * x461 + 2) + x467 + x471) - (1 - 1 / 2 * linear_input_bytes) * (x454 * x465 + x462 * x466))
+    del dense_share, moe_share, x0, x13, x132, x133, x154, x215, x250, x254, x260, x27, x28, x295, x296, x3, x31, x310, x33, x335, x34, x41, x43, x453, x454, x455, x456, x457, x459, x460, x461, x462, x463, x464, x465, x466, x467, x468, x470, x472, x50, x52, x56, x82, x83
     x474 = x251 * x471
     del x251, x471
     x475 = offloaded_activation_vectors * x474
-    x476 = tokens_mb * x252 * x306 + x132 * (x451 * numpy.maximum(x474, x475) + x473 * (1 - x451))
-    del x132, x252, x306, x474
+    x476 = tokens_mb * x252 * x306 + x131 * (x451 * numpy.maximum(x474, x475) + x473 * (1 - x451))
+    del x131, x252, x306, x474
     x477 = loss_logit_chunks ** (-1.0)
-    x478 = loss_extra_bytes_per_logit * tokens_mb * x255 * x477 + 4 * x350 * (vocab * x147 * x477 + 1)
-    del x147, x255, x350, x477
+    x478 = loss_extra_bytes_per_logit * tokens_mb * x255 * x477 + 4 * x350 * (vocab * x146 * x477 + 1)
+    del x146, x255, x350, x477
     x479 = stage_layers * x431 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x344 * numpy.minimum(x347, pp * vp + x345 * numpy.minimum(1, vp - 1)))
     del microbatches, x344, x345, x347, x431
-    activation_bytes = linear_value_heads * x156 * x452 * x76 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x220 * numpy.minimum(1, mamba_layers) + x473 * (full_recompute + x451) + x476 * x479 + x478 + x66 * (x476 + x478) - numpy.where(numpy.greater(x479, 2), x479 - 2, 0.0) * numpy.minimum(x475, x476)
-    del tokens_mb, x156, x220, x451, x452, x473, x475, x476, x478, x479, x66, x76
+    activation_bytes = linear_value_heads * x155 * x452 * x76 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x219 * numpy.minimum(1, mamba_layers) + x473 * (full_recompute + x451) + x476 * x479 + x478 + x66 * (x476 + x478) - numpy.where(numpy.greater(x479, 2), x479 - 2, 0.0) * numpy.minimum(x475, x476)
+    del tokens_mb, x155, x219, x451, x452, x473, x475, x476, x478, x479, x66, x76
     memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x445 + x449 + x450
     del x445, x449, x450
     x480 = nodes / (rack_mtbf_s * rack_nodes)

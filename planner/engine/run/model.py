@@ -293,11 +293,12 @@ def flops(x: dict, r: dict) -> dict:
     """Model FLOPs per token (Narayanan counting) and hardware FLOPs (with recompute)."""
     h, s, layers = x["hidden"], x["seq_len"], x["layers"]
     # (routed experts in LatentMoE's latent size, with its two projections)
+    routed_ffn = x["moe_ffn"] * x["experts_per_token"]
     moe_fwd = compute.mlp_forward_flops_per_token(
-        h, x["moe_ffn"] * x["shared_experts"], x["mlp_matrices"]
-    ) + compute.mlp_forward_flops_per_token(
-        _expert_dim(x), x["moe_ffn"] * x["experts_per_token"], x["mlp_matrices"]
-    ) + compute.router_forward_flops_per_token(h, x["experts"]) \
+        h, x["moe_ffn"] * (x["experts_per_token"] + x["shared_experts"]), x["mlp_matrices"]
+    ) + compute.mlp_forward_flops_per_token(_expert_dim(x), routed_ffn, x["mlp_matrices"]) \
+        - compute.mlp_forward_flops_per_token(h, routed_ffn, x["mlp_matrices"]) \
+        + compute.router_forward_flops_per_token(h, x["experts"]) \
         + compute.matmul_forward_flops_per_token(_latent_projection_params(x))
     dense_fwd = compute.mlp_forward_flops_per_token(h, x["ffn"], x["mlp_matrices"])
     logits_fwd = compute.logits_forward_flops_per_token(h, x["vocab"])

@@ -292,14 +292,7 @@ def _early_stop(x: dict):
 def flops(x: dict, r: dict) -> dict:
     """Model FLOPs per token (Narayanan counting) and hardware FLOPs (with recompute)."""
     h, s, layers = x["hidden"], x["seq_len"], x["layers"]
-    # (routed experts in LatentMoE's latent size, with its two projections)
-    routed_ffn = x["moe_ffn"] * x["experts_per_token"]
-    moe_fwd = compute.mlp_forward_flops_per_token(
-        h, x["moe_ffn"] * (x["experts_per_token"] + x["shared_experts"]), x["mlp_matrices"]
-    ) + compute.mlp_forward_flops_per_token(_expert_dim(x), routed_ffn, x["mlp_matrices"]) \
-        - compute.mlp_forward_flops_per_token(h, routed_ffn, x["mlp_matrices"]) \
-        + compute.router_forward_flops_per_token(h, x["experts"]) \
-        + compute.matmul_forward_flops_per_token(_latent_projection_params(x))
+    moe_fwd = _moe_forward_flops(x)
     dense_fwd = compute.mlp_forward_flops_per_token(h, x["ffn"], x["mlp_matrices"])
     logits_fwd = compute.logits_forward_flops_per_token(h, x["vocab"])
     projections_fwd = compute.matmul_forward_flops_per_token(
@@ -353,6 +346,19 @@ def flops(x: dict, r: dict) -> dict:
         "hardware_flops_per_token": compute.hardware_flops_per_token(fwd, recomputed)
         - frozen_fwd + reference,
     }
+
+
+def _moe_forward_flops(x: dict):
+    """Forward FLOPs per token of one MoE layer: the experts a token uses and the shared
+    ones, the router, and LatentMoE's projections (its routed experts in the latent size)."""
+    h, n_m = x["hidden"], x["mlp_matrices"]
+    routed_ffn = x["moe_ffn"] * x["experts_per_token"]
+    return compute.mlp_forward_flops_per_token(
+        h, x["moe_ffn"] * (x["experts_per_token"] + x["shared_experts"]), n_m) \
+        + compute.mlp_forward_flops_per_token(_expert_dim(x), routed_ffn, n_m) \
+        - compute.mlp_forward_flops_per_token(h, routed_ffn, n_m) \
+        + compute.router_forward_flops_per_token(h, x["experts"]) \
+        + compute.matmul_forward_flops_per_token(_latent_projection_params(x))
 
 
 def _core_flops(x: dict, keys):
@@ -595,19 +601,8 @@ def mlp_times(x: dict, r: dict) -> dict:
         _block_share(x) * h, r["dense_share"] * x["ffn"] + share * moe_width, tp,
         x["sequence_parallel"],
         x["bytes_per_element"]) * x["elementwise_traffic_factor"]
-    # MoE routing: the router GEMM (t x E, narrow), its score passes (softmax/sigmoid,
-    # top-k, balance statistics) and the token permutation before the experts and the
-    # unpermutation after them (memory-bound copies of k h-vectors a token)
-    # (LatentMoE: the tokens projected to the latent size after routing and back after
-    # the combine, each TP rank its own tokens; permuted and dispatched in the latent size)
     dim = _expert_dim(x)
-    latent = minimum(x["moe_latent_dim"], 1)
-    routing = _gemm(x, t, x["experts"], h, minimum(minimum(t, h), x["experts"])) \
-        + _memory_bound(x, moe.router_score_bytes(t, x["experts"])) \
-        + _memory_bound(x, compute.moe_permutation_bytes(t, x["experts_per_token"], dim,
-                                                         x["bytes_per_element"])) \
-        + latent * (_gemm(x, rank_tokens, dim, h, minimum(minimum(rank_tokens, h), dim))
-                    + _gemm(x, rank_tokens, h, dim, minimum(minimum(rank_tokens, h), dim)))
+    routing = _moe_routing_time(x, t, rank_tokens)
     # routed experts: the busiest EP rank sets the pace (order statistics of its routed
     # copies), and each expert's GEMMs run in whole tiles along its tokens and its width
     # (dropless: the busiest rank's routed load; token dropping pads every expert to its
@@ -637,6 +632,22 @@ def mlp_times(x: dict, r: dict) -> dict:
                                    * ((x["mlp_matrices"] - 1) * _moe_act_input_bytes(x)
                                       + x["bytes_per_element"])),
     }
+
+
+def _moe_routing_time(x: dict, t, rank_tokens):
+    """Forward time of an MoE layer's routing on one rank: the router GEMM (t x E, narrow),
+    its score passes (softmax/sigmoid, top-k, balance statistics) and the token permutation
+    before the experts and the unpermutation after them (memory-bound copies of k vectors a
+    token); with LatentMoE the tokens projected to the latent size after routing and back
+    after the combine (each TP rank its own tokens), permuted in the latent size."""
+    h, dim = x["hidden"], _expert_dim(x)
+    latent = minimum(x["moe_latent_dim"], 1)
+    return _gemm(x, t, x["experts"], h, minimum(minimum(t, h), x["experts"])) \
+        + _memory_bound(x, moe.router_score_bytes(t, x["experts"])) \
+        + _memory_bound(x, compute.moe_permutation_bytes(t, x["experts_per_token"], dim,
+                                                         x["bytes_per_element"])) \
+        + latent * (_gemm(x, rank_tokens, dim, h, minimum(minimum(rank_tokens, h), dim))
+                    + _gemm(x, rank_tokens, h, dim, minimum(minimum(rank_tokens, h), dim)))
 
 
 def _adapter_gemms(x: dict, t, d_in, d_out):

@@ -789,6 +789,10 @@ class SoftwareStack(Entry):
     # 1 if the stack trains with int8 GEMMs (AQT in MaxText; ``--precision int8``), else 0;
     # unset: 0. Read by the precision check, not a run-model input
     int8_training: Quantity | None = None
+    # 1 if the stack has Mamba-2 token mixers (hybrid models: Megatron-Core's MambaMixer,
+    # Hugging Face's NemotronH on mamba_ssm); unset: 0. Read by the model check, not a
+    # run-model input
+    mamba2_layers: Quantity | None = None
     # the stack on an architecture its kernels were not written for (e.g. FlashAttention-2
     # on Hopper, without wgmma/TMA): accelerator id -> its own factors
     on_accelerator: dict[str, StackOnAccelerator] = Field(default_factory=dict)
@@ -829,7 +833,8 @@ class SoftwareStack(Entry):
                      "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "recompute_mlp", "recompute_moe",
                      "recompute_core_attn", "fused_window_attention", "fused_attention_sinks",
-                     "fused_split_head_dims", "int8_training", "low_precision_output_layer"):
+                     "fused_split_head_dims", "int8_training", "mamba2_layers",
+                     "low_precision_output_layer"):
             q = getattr(self, name)
             _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")
         for name in ("moe_layer_overhead_s", "expert_overhead_s", "dp_bucket_min_params",

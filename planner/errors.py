@@ -38,6 +38,15 @@ class PrecisionRefused(CapplanError):
         self.why = why
 
 
+class ModelRefused(CapplanError):
+    """A stack that has no implementation of a model's architecture (a hybrid model's
+    Mamba-2 layers on torchtitan or MaxText); ``why`` is the rule, without the model."""
+
+    def __init__(self, message: str, why: str):
+        super().__init__(message)
+        self.why = why
+
+
 class ReaderGone(Exception):
     """The program reading capplan's standard output went away (``capplan ... | head``).
 

@@ -27,8 +27,7 @@ from hardware_catalog.hf_config import model_data
 from planner.engine.layouts import rl
 from planner.engine.run.model import param_counts
 from planner.engine.run.run_inputs import RunChoices, base_inputs
-from planner.engine.search.alternatives import stack_lacks_model
-from planner.errors import CapplanError
+from planner.errors import CapplanError, ModelRefused
 
 NEMOTRON_H_56B_PATTERN = (
     "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-"
@@ -310,12 +309,26 @@ def test_moe_latent_size_of_a_config_json_is_read():
     assert model_data(json.dumps(config), "config.json", "config")["moe_latent_dim"] == 1024
 
 
-def test_the_alternative_stack_line_says_torchtitan_has_no_mamba_layers():
-    assert stack_lacks_model("torchtitan-fsdp2", {"mamba_layers": 54.0})
-    assert stack_lacks_model("torchtitan-fsdp2", {"mamba_layers": 0.0}) is None
-    assert stack_lacks_model("megatron-core-2025", {"mamba_layers": 54.0}) is None
+def test_a_stack_without_mamba_layers_is_refused_in_one_line():
+    # torchtitan's and MaxText's models have no Mamba-2 mixer (stack field mamba2_layers)
+    for args in (["-H", "gb200", "--tp", "2", "--pp", "1", "--stack", "torchtitan-fsdp2"],
+                 ["-H", "tpu-v6e"]):  # the TPUs' own stack is MaxText
+        done = subprocess.run([sys.executable, "-m", "planner", "evaluate", "-m",
+                               "nemotron-h-56b", "-n", "64", *args],
+                              capture_output=True, text=True, timeout=120)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr
+        assert "has no Mamba-2 layers" in lines[0]
+        assert "stacks that have them: megatron-bridge-2025, megatron-core-2025" in lines[0]
+    with pytest.raises(ModelRefused, match="stack 'maxtext-xla' has no Mamba-2 layers"):
+        _run("nemotron3-nano-30b-a3b", hardware="tpu-v7", gpus=64, tp=1, ep=8,
+             global_batch=512)
+
+
+def test_the_alternative_stack_line_names_a_stack_without_mamba_layers():
     done = subprocess.run([sys.executable, "-m", "planner", "evaluate", "-m", "nemotron-h-56b",
                            "-H", "gb200", "-n", "64", "--tp", "2", "--pp", "1"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0
-    assert "with --stack torchtitan-fsdp2: torchtitan has no Mamba-2 layers" in done.stderr
+    assert ("with --stack torchtitan-fsdp2: stack 'torchtitan-fsdp2' has no Mamba-2 layers"
+            in done.stderr)

@@ -17,10 +17,9 @@ from planner.engine.search.alternatives import (
     alternative_stack,
     change,
     settled_note,
-    stack_lacks_model,
     unavailable,
 )
-from planner.errors import PrecisionRefused
+from planner.errors import ModelRefused, PrecisionRefused
 
 #: Columns compared: GPU-hours for a stack, facility energy for a PUE.
 COMPARED = ("fits", "gpu_hours", "energy_kwh")
@@ -34,14 +33,10 @@ def row_alternatives(s, catalog, row: dict) -> list[dict]:
     out = []
     stack = alternative_stack(stack_of(catalog, hw, s.stack, s.model),
                               cuda_part(catalog.accelerator(hw)))
-    lacking = stack and stack_lacks_model(stack, {"mamba_layers": getattr(
-        catalog.model(s.model), "mamba_layers", 0)})
-    if lacking:
-        out.append(unavailable(f"--stack {stack}", "gpu_hours", lacking))
-    elif stack is not None and stack in catalog.stacks:
+    if stack is not None and stack in catalog.stacks:
         try:
             out.append(_stack_change(s, catalog, hw, row, stack, float(nominal["gpu_hours"])))
-        except PrecisionRefused as refused:  # e.g. int8 on a stack that trains in floats
+        except (PrecisionRefused, ModelRefused) as refused:  # int8 on a float stack, Mamba
             out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))
     site_class = alternative_site_class(s.site_class)
     pue = float(catalog.pue_entry(site_class, catalog.site(s.site)).pue.value)

@@ -27,10 +27,9 @@ from planner.engine.search.alternatives import (
     alternatives_line,
     change,
     settled_note,
-    stack_lacks_model,
     unavailable,
 )
-from planner.errors import CapplanError, PrecisionRefused
+from planner.errors import CapplanError, ModelRefused, PrecisionRefused
 from planner.report.output import Report, render
 from planner.report.payloads import evaluation_payload
 from planner.version import version
@@ -145,17 +144,14 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
                                                    "micro_batch")}}
     out = []
     stack = alternative_stack(e["stack"], run.cuda_part)  # None: none runs on this part
-    lacking = stack and stack_lacks_model(stack, run.inputs)
-    if lacking:
-        out.append(unavailable(f"--stack {stack}", "gpu_hours", lacking))
-    elif stack is not None:
+    if stack is not None:
         try:
             alt = resolve({**same_layout, "stack": stack})
             out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours",
                               run.row["gpu_hours"], alt.row["gpu_hours"], bool(alt.row["fits"]),
                               note=settled_note(e, alt.echo)))
-        except PrecisionRefused as refused:  # e.g. int8 on a stack that trains in floats
-            out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))
+        except (PrecisionRefused, ModelRefused) as refused:  # int8 on a float stack, a
+            out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))  # Mamba model
         except CapplanError:  # e.g. a user catalog without the alternative stack
             pass
     try:

@@ -43,7 +43,14 @@ from planner.engine.inputs.defaults import (  # noqa: F401
 from planner.engine.inputs.domains import INPUT_DOMAINS, check, check_confidence
 from planner.engine.inputs.layout_rules import DEFAULT_ZERO
 from planner.engine.inputs.method import check_padded_length, method_of
-from planner.errors import CapplanError, PrecisionRefused, choice_error, did_you_mean, shown
+from planner.errors import (
+    CapplanError,
+    ModelRefused,
+    PrecisionRefused,
+    choice_error,
+    did_you_mean,
+    shown,
+)
 
 
 @dataclass(frozen=True)
@@ -244,8 +251,9 @@ def execution_defaults() -> dict[str, float]:
 
 
 #: Stack quantities that are no run-model input: a share of the accelerator's GEMM efficiency
-#: (applied in :func:`hardware_inputs`) and the precision check's int8 flag.
-NOT_RUN_INPUTS = ("gemm_efficiency_factor", "int8_training", "zero_stage")
+#: (applied in :func:`hardware_inputs`), the precision check's int8 flag and the model
+#: check's Mamba-2 flag.
+NOT_RUN_INPUTS = ("gemm_efficiency_factor", "int8_training", "mamba2_layers", "zero_stage")
 
 
 def stack_zero_stage(stack) -> int:
@@ -494,6 +502,32 @@ def check_precision(catalog, accelerator, precision: str, stack=None) -> None:
                      if not precision_refusal(a, precision))
         where = f"it runs on: {', '.join(can) or 'no accelerator in the catalog'}"
     raise PrecisionRefused(f"--precision {precision}: {why}; {where}", why)
+
+
+#: Stacks a refusal names at most (the catalog has many variants of one stack).
+SHOWN_STACKS = 4
+
+
+def model_refusal(model, stack) -> str:
+    """Why ``stack`` (a catalog entry) cannot train ``model``, or '': a hybrid model's
+    Mamba-2 layers need a stack that has them (its ``mamba2_layers``: Megatron-Core's
+    MambaMixer; torchtitan's and MaxText's models have none)."""
+    mamba = int(getattr(model, "mamba_layers", 0) or 0)
+    if stack is None or not mamba or value(getattr(stack, "mamba2_layers", None) or 0.0):
+        return ""
+    return f"stack '{stack.id}' has no Mamba-2 layers (mamba2_layers = 0)"
+
+
+def check_model_support(catalog, model, stack) -> None:
+    """Raise ModelRefused (one line) when ``stack`` cannot train ``model``, naming the
+    stacks that can."""
+    why = model_refusal(model, stack)
+    if why:
+        can = sorted(i for i, st in catalog.stacks.items() if not model_refusal(model, st))
+        shown_can = ", ".join(can[:SHOWN_STACKS]) + (f" ({len(can)} in all)"
+                                                      if len(can) > SHOWN_STACKS else "")
+        raise ModelRefused(f"model '{model.id}' has {model.mamba_layers} Mamba-2 layers: "
+                           f"{why}; stacks that have them: {shown_can or 'none'}", why)
 
 
 def attention_precision(precision: str) -> str:

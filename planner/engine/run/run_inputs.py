@@ -20,6 +20,7 @@ from planner.engine.inputs.scenario import (
     DEFAULTS,
     Scenario,
     check_choices,
+    check_model_support,
     check_precision,
     default_global_batch,
     execution_defaults,
@@ -206,6 +207,7 @@ def _read_catalog_inputs(catalog, c: RunChoices) -> dict[str, float]:
     basis = cost_basis(c)
     site_entry = catalog.site(site)
     check_precision(catalog, acc, precision, software)
+    check_model_support(catalog, m, software)
     # catalog values and user files too: one table, before any kernel call, naming the entry
     x = {}
     for where, part in ((f"model '{m.id}'", model_inputs(m, c.seq_len)),

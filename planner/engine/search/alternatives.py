@@ -27,15 +27,6 @@ def alternative_stack(stack: str, cuda: bool = True) -> str | None:
     return ALTERNATIVE_STACK if stack != ALTERNATIVE_STACK else DEFAULTS["stack"]
 
 
-def stack_lacks_model(stack: str, inputs: dict) -> str | None:
-    """Why ``stack`` cannot run the model of the kernel ``inputs``, or None: torchtitan's
-    models are transformers, no Mamba-2 layer (pytorch/torchtitan@b5bcd76c6
-    torchtitan/models: llama3, qwen3, qwen3_5, deepseek_v3, gpt_oss, kimi_k2_7, flux)."""
-    if stack.startswith(ALTERNATIVE_STACK) and float(inputs.get("mamba_layers", 0)) > 0:
-        return "torchtitan has no Mamba-2 layers (its models are transformers)"
-    return None
-
-
 def alternative_site_class(site_class: str) -> str:
     """The site class to compare ``site_class`` with (the site's own PUE, or the default)."""
     return OWN_PUE if site_class != OWN_PUE else DEFAULTS["site_class"]

@@ -328,7 +328,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x237 = x135 * x236
     x238 = tokens_mb * x236
     x239 = x238 * x7
-    x240 = numpy.minimum(numpy.minimum(hidden, x238), x7)
+    x240 = numpy.minimum(x238, x7)
     x241 = 1 - token_drop
     x242 = numpy.sqrt(2)
     x243 = tokens_mb ** (-1.0)

@@ -794,7 +794,7 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x237 = (v_x135 * v_x236);
         const double v_x238 = (v_tokens_mb * v_x236);
         const double v_x239 = (v_x238 * v_x7);
-        const double v_x240 = np_minimum(np_minimum(v_hidden, v_x238), v_x7);
+        const double v_x240 = np_minimum(v_x238, v_x7);
         const double v_x243 = (1.0 / v_tokens_mb);
         const double v_x244 = (v_x243 / (v_experts_per_token * v_x236));
         const double v_routed_copies = (v_experts_per_token * v_x238);
@@ -1825,7 +1825,7 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_x237 = (v_x135 * v_x236);
         const double v_x238 = (v_tokens_mb * v_x236);
         const double v_x239 = (v_x238 * v_x7);
-        const double v_x240 = np_minimum(np_minimum(v_hidden, v_x238), v_x7);
+        const double v_x240 = np_minimum(v_x238, v_x7);
         const double v_x243 = (1.0 / v_tokens_mb);
         const double v_x244 = (v_x243 / (v_experts_per_token * v_x236));
         const double v_routed_copies = (v_experts_per_token * v_x238);
@@ -4380,4 +4380,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "b8c0533964c959df"; }
+const char *capplan_source_hash(void) { return "17f2f5ae1f7da73e"; }

@@ -646,8 +646,8 @@ def _moe_routing_time(x: dict, t, rank_tokens):
         + _memory_bound(x, moe.router_score_bytes(t, x["experts"])) \
         + _memory_bound(x, compute.moe_permutation_bytes(t, x["experts_per_token"], dim,
                                                          x["bytes_per_element"])) \
-        + latent * (_gemm(x, rank_tokens, dim, h, minimum(minimum(rank_tokens, h), dim))
-                    + _gemm(x, rank_tokens, h, dim, minimum(minimum(rank_tokens, h), dim)))
+        + latent * (_gemm(x, rank_tokens, dim, h, minimum(rank_tokens, dim))
+                    + _gemm(x, rank_tokens, h, dim, minimum(rank_tokens, dim)))  # (dim <= h)
 
 
 def _adapter_gemms(x: dict, t, d_in, d_out):

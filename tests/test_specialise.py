@@ -83,7 +83,8 @@ _VARIANTS = {suffix: _function(specialise.folded(_MAIN, zeros))
     ("llama3-70b", "megatron-core-2025", "dense"),
     ("llama3-70b", "megatron-core-moe-tuned", "dense"),  # CUDA graphs, MoE stack terms
     ("mixtral-8x7b", "megatron-core-2025", "lean"),
-    ("mixtral-8x7b", "megatron-core-moe-tuned", "plain")])
+    ("mixtral-8x7b", "megatron-core-moe-tuned", "plain"),
+    ("deepseek-v3", "megatron-core-moe-tuned", "transformer")])
 @settings(max_examples=8, deadline=None)
 @given(scale=st.floats(0.25, 4.0), seed=st.integers(0, 2**31 - 1))
 def test_a_variant_computes_the_full_kernel_where_its_inputs_are_zero(catalog, model, stack,
@@ -115,17 +116,25 @@ def test_the_variant_follows_the_inputs(catalog):
     tuned = base_inputs(catalog, RunChoices(model="mixtral-8x7b", hardware="h100-sxm",
                                             stack="megatron-core-moe-tuned"))
     assert native_search.kernel_variant(tuned) == "plain"  # the MoE stack's own terms kept
-    assert native_search.kernel_variant({**moe, "lora_rank": 16.0}) is None
-    assert native_search.kernel_variant({**dense, "use_tco": 1.0}) is None
+    # a feature outside the plain kernel: the transformer kernel (no hybrid terms), or the
+    # full one for a hybrid model
+    assert native_search.kernel_variant({**moe, "lora_rank": 16.0}) == "transformer"
+    assert native_search.kernel_variant({**dense, "use_tco": 1.0}) == "transformer"
     mla = base_inputs(catalog, RunChoices(model="deepseek-v3", hardware="h100-sxm"))
-    assert native_search.kernel_variant(mla) is None
+    assert native_search.kernel_variant(mla) == "transformer"
+    hybrid = base_inputs(catalog, RunChoices(model="nemotron-h-56b", hardware="h100-sxm"))
+    assert native_search.kernel_variant(hybrid) is None
+    latent = base_inputs(catalog, RunChoices(model="nemotron3-super-120b-a12b",
+                                             hardware="h100-sxm"))
+    assert native_search.kernel_variant(latent) is None
 
 
 @needs_compiler
 @pytest.mark.parametrize("model, hardware, gpus_limit, stack", [
     ("llama3-70b", "h100-sxm", 4096, "megatron-core-2025"),
     ("mixtral-8x7b", "a100-40gb", 4096, "megatron-core-2025"),
-    ("qwen3-30b-a3b", "b200", 2048, "megatron-core-moe-baseline")])
+    ("qwen3-30b-a3b", "b200", 2048, "megatron-core-moe-baseline"),
+    ("deepseek-v3", "h100-sxm", 1024, "megatron-core-moe-tuned")])
 def test_the_compiled_search_keeps_the_same_rows_with_a_variant(catalog, monkeypatch, model,
                                                                 hardware, gpus_limit, stack):
     """The whole space searched with the specialised kernel and with the full one: the

@@ -66,13 +66,19 @@ STACK_TERMS = {
 _PLAIN = tuple(name for names in FEATURES.values() for name in names)
 _STACK = tuple(name for names in STACK_TERMS.values() for name in names)
 
+#: The mechanisms of the newest architectures: a run of any other model (MLA, MTP,
+#: windows, sinks, DualPipe, ...) folds them away in the ``transformer`` kernel.
+_HYBRID = (*FEATURES["hybrid Mamba-2 and one-part layers"], *FEATURES["latent MoE"])
+
 #: The specialised kernels, most specialised first: (C suffix, scalar inputs taken as 0).
 #: ``dense``: a dense model on any stack; ``lean``: an MoE model on a stack without MoE
-#: mechanisms of its own; ``plain``: an MoE model on an MoE stack.
+#: mechanisms of its own; ``plain``: an MoE model on an MoE stack; ``transformer``: any
+#: model without Mamba layers, one-part blocks or LatentMoE.
 VARIANTS = (
     ("dense", (*_PLAIN, "moe_layers")),
     ("lean", (*_PLAIN, *_STACK)),
     ("plain", _PLAIN),
+    ("transformer", _HYBRID),
 )
 
 

@@ -478,16 +478,16 @@ class ModelSpec(Entry):
                        f"given, got {self.heads}")
             for k in ("q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
                 _check(problems, getattr(self, k) is None, k,
-                       "MLA field given without kv_lora_rank; set kv_lora_rank or remove it")
+                       "MLA field given without kv_lora_rank (set kv_lora_rank or remove it)")
         else:
             for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
                 _check(problems, getattr(self, k) is not None, k, "required with kv_lora_rank (MLA)")
             _check(problems, self.head_dim is None, "head_dim",
-                   "not used with MLA (its head size is qk_nope_head_dim + qk_rope_head_dim); "
+                   "not used with MLA (its head size is qk_nope_head_dim + qk_rope_head_dim): "
                    "remove head_dim")
         if self.sliding_window is None:
             _check(problems, self.sliding_window_layers is None, "sliding_window_layers",
-                   "given without sliding_window; set the window in tokens or remove it")
+                   "given without sliding_window (set the window in tokens or remove it)")
         elif self.sliding_window_layers is not None:
             _check(problems, self.sliding_window_layers <= self.layers, "sliding_window_layers",
                    f"expected 0..layers ({self.layers}), got {self.sliding_window_layers}")
@@ -502,7 +502,7 @@ class ModelSpec(Entry):
                        "required with linear_attention_layers > 0")
             else:
                 _check(problems, getattr(self, k) is None, k,
-                       "given without linear_attention_layers; set it or remove this field")
+                       "given without linear_attention_layers (set it or remove this field)")
         mixers = self.linear_attention_layers + self.window_layers + self.mamba_layers
         _check(problems, mixers + self.mixer_free_layers <= self.layers, "mamba_layers",
                f"expected the Mamba, linear-attention, sliding-window and mixer-free layers "
@@ -517,7 +517,7 @@ class ModelSpec(Entry):
                        "required with mamba_layers > 0")
             else:
                 _check(problems, getattr(self, k) is None, k,
-                       "given without mamba_layers; set it or remove this field")
+                       "given without mamba_layers (set it or remove this field)")
         if self.mamba_layers and self.mamba_heads and self.mamba_groups:
             _check(problems, self.mamba_heads % self.mamba_groups == 0, "mamba_groups",
                    f"expected a divisor of mamba_heads ({self.mamba_heads}), "
@@ -534,7 +534,7 @@ class ModelSpec(Entry):
                        f"expected at most hidden ({self.hidden}), got {self.moe_latent_dim}")
         else:
             _check(problems, self.moe_latent_dim is None, "moe_latent_dim",
-                   "given without experts; set experts or remove it")
+                   "given without experts (set experts or remove it)")
             for k in ("experts_per_token", "dense_layers", "shared_experts"):
                 _check(problems, getattr(self, k) == 0, k, "expected 0 for a dense model (experts = 0)")
         _positive(problems, self, "params_published", "active_params_published")

@@ -332,3 +332,14 @@ def test_the_alternative_stack_line_names_a_stack_without_mamba_layers():
     assert done.returncode == 0
     assert ("with --stack torchtitan-fsdp2: stack 'torchtitan-fsdp2' has no Mamba-2 layers"
             in done.stderr)
+
+
+def test_one_problem_is_counted_once(tmp_path):
+    # a problem's own words hold no '; ' (the separator of several problems)
+    path = _model_file(tmp_path, "latent-without-experts", layers=4, hidden=256, heads=4,
+                       vocab=1000, seq_len=512, moe_latent_dim=128)
+    with pytest.raises(CatalogError) as refused:
+        _run(path, gpus=8, tp=1)
+    assert "problems" not in str(refused.value)
+    assert "moe_latent_dim: given without experts (set experts or remove it)" in str(
+        refused.value)

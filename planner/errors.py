@@ -29,22 +29,23 @@ class CapplanError(ValueError):
         self.exit_code = exit_code
 
 
-class PrecisionRefused(CapplanError):
-    """An accelerator (with its stack) that cannot run a precision recipe; ``why`` is the
-    rule it breaks, without the flag (``stack 'x' does not train in int8 ...``)."""
+class RunRefused(CapplanError):
+    """A run its accelerator and stack cannot take; ``why`` is the rule it breaks, without
+    the flag, for a line that names the alternative instead of timing it."""
 
     def __init__(self, message: str, why: str):
         super().__init__(message)
         self.why = why
 
 
-class ModelRefused(CapplanError):
+class PrecisionRefused(RunRefused):
+    """An accelerator (with its stack) that cannot run a precision recipe (``why``: ``stack
+    'x' does not train in int8 ...``)."""
+
+
+class ModelRefused(RunRefused):
     """A stack that has no implementation of a model's architecture (a hybrid model's
-    Mamba-2 layers on torchtitan or MaxText); ``why`` is the rule, without the model."""
-
-    def __init__(self, message: str, why: str):
-        super().__init__(message)
-        self.why = why
+    Mamba-2 layers on torchtitan or MaxText)."""
 
 
 class ReaderGone(Exception):

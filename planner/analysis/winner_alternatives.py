@@ -19,7 +19,7 @@ from planner.engine.search.alternatives import (
     settled_note,
     unavailable,
 )
-from planner.errors import ModelRefused, PrecisionRefused
+from planner.errors import RunRefused
 
 #: Columns compared: GPU-hours for a stack, facility energy for a PUE.
 COMPARED = ("fits", "gpu_hours", "energy_kwh")
@@ -36,7 +36,7 @@ def row_alternatives(s, catalog, row: dict) -> list[dict]:
     if stack is not None and stack in catalog.stacks:
         try:
             out.append(_stack_change(s, catalog, hw, row, stack, float(nominal["gpu_hours"])))
-        except (PrecisionRefused, ModelRefused) as refused:  # int8 on a float stack, Mamba
+        except RunRefused as refused:  # int8 on a float stack, a Mamba model on torchtitan
             out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))
     site_class = alternative_site_class(s.site_class)
     pue = float(catalog.pue_entry(site_class, catalog.site(s.site)).pue.value)

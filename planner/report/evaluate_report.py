@@ -29,7 +29,7 @@ from planner.engine.search.alternatives import (
     settled_note,
     unavailable,
 )
-from planner.errors import CapplanError, ModelRefused, PrecisionRefused
+from planner.errors import CapplanError, RunRefused
 from planner.report.output import Report, render
 from planner.report.payloads import evaluation_payload
 from planner.version import version
@@ -150,8 +150,8 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
             out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours",
                               run.row["gpu_hours"], alt.row["gpu_hours"], bool(alt.row["fits"]),
                               note=settled_note(e, alt.echo)))
-        except (PrecisionRefused, ModelRefused) as refused:  # int8 on a float stack, a
-            out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))  # Mamba model
+        except RunRefused as refused:  # int8 on a float stack, a Mamba model on torchtitan
+            out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))
         except CapplanError:  # e.g. a user catalog without the alternative stack
             pass
     try:

@@ -303,10 +303,6 @@ def stack_factor(stack, name: str, accelerator_id: str | None = None):
 def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
     """Kernel inputs describing the model architecture."""
     experts = int(getattr(model, "experts", 0) or 0)
-    dense_layers = int(getattr(model, "dense_layers", 0) or 0)
-    # (a hybrid model's mixer-only blocks have no MLP, MoE or dense)
-    mlp_free = int(getattr(model, "mlp_free_layers", 0) or 0)
-    moe_layers = (model.layers - dense_layers - mlp_free) if experts > 0 else 0
     return {
         "layers": float(model.layers),
         "hidden": float(model.hidden),
@@ -318,7 +314,7 @@ def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
         "vocab": float(model.vocab),
         "seq_len": float(seq_len or model.seq_len),
         "embedding_matrices": 1.0 if model.tied_embeddings else 2.0,
-        "moe_layers": float(moe_layers),
+        "moe_layers": float(model.moe_layers),  # (ModelSpec: dense and MLP-free ones aside)
         "experts": float(max(experts, 1)),
         # dense models: one "expert" with moe_layers = 0, so MoE terms vanish
         "experts_per_token": float(getattr(model, "experts_per_token", 0) or 1)

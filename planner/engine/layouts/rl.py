@@ -39,7 +39,7 @@ from planner.engine.inputs.scenario import check_overrides
 from planner.engine.layouts.evaluator import LayoutRequest, evaluate_run
 from planner.engine.layouts.layout_check import layouts_hold
 from planner.engine.layouts.space import RECOMPUTE_CODES, layout_flags
-from planner.engine.run.model import STAGES, step_time
+from planner.engine.run.model import STAGES, block_share, softmax_attention_layers, step_time
 from planner.engine.run.run_inputs import RunChoices, base_inputs
 from planner.engine.run.spares import resolve_spares
 from planner.errors import CapplanError, choice_error
@@ -203,7 +203,7 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
     mla = x["kv_lora_rank"] > 0
     # a KV cache in the softmax-attention layers only; the linear-attention and Mamba
     # layers hold a recurrent state of fixed size per sequence instead
-    attention_layers = _softmax_attention_layers(x)
+    attention_layers = softmax_attention_layers(x)
     kv_token = np.where(
         mla, inference.mla_kv_cache_bytes_per_token(attention_layers,
                                                     max(x["kv_lora_rank"], 1.0),
@@ -254,8 +254,7 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
                                            x["scale_out_bus_efficiency"]))
     latency = communication.group_latency(intra, x["intra_latency_s"], x["inter_latency_s"])
     # (one a block in a hybrid model's one-part blocks)
-    blocks = 2 * x["layers"] * compute.hybrid_block_share(
-        x["layers"], x.get("mixer_free_layers", 0.0), x.get("mlp_free_layers", 0.0))
+    blocks = 2 * x["layers"] * block_share(x)
     tp_comm_s = np.where(m > 1, steps * blocks * communication.ring_allreduce_time(
         batch * x["hidden"] * rl.inference_bytes_per_param, np.maximum(m, 2), bandwidth,
         latency), 0.0)
@@ -266,27 +265,18 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
             "kv_bytes_per_token": kv_token}
 
 
-def _softmax_attention_layers(x: dict):
-    """Layers whose token mixer is softmax attention (a KV cache): not linear attention,
-    not Mamba-2, not a hybrid model's MLP-only blocks."""
-    return x["layers"] - x.get("linear_attention_layers", 0.0) - x.get("mamba_layers", 0.0) \
-        - x.get("mixer_free_layers", 0.0)
-
-
 def _recurrent_state_bytes(x: dict, bytes_per_element):
     """Recurrent state one sequence holds in the Mamba-2 and Gated DeltaNet layers."""
-    mamba_inner = x.get("mamba_heads", 1.0) * x.get("mamba_head_dim", 1.0)
-    linear_width = x.get("linear_head_dim", 1.0) * (
-        2 * x.get("linear_key_heads", 1.0) + x.get("linear_value_heads", 1.0))
+    mamba_conv = x["mamba_heads"] * x["mamba_head_dim"] \
+        + 2 * x["mamba_groups"] * x["mamba_state_dim"]  # x, B and C
+    linear_conv = x["linear_head_dim"] * (2 * x["linear_key_heads"]
+                                          + x["linear_value_heads"])  # q, k and v
     return inference.recurrent_state_bytes_per_sequence(
-        x.get("mamba_layers", 0.0), x.get("mamba_heads", 1.0), x.get("mamba_head_dim", 1.0),
-        x.get("mamba_state_dim", 1.0),
-        mamba_inner + 2 * x.get("mamba_groups", 1.0) * x.get("mamba_state_dim", 1.0),
-        compute.MAMBA_CONV_TAPS, bytes_per_element) \
+        x["mamba_layers"], x["mamba_heads"], x["mamba_head_dim"], x["mamba_state_dim"],
+        mamba_conv, compute.MAMBA_CONV_TAPS, bytes_per_element) \
         + inference.recurrent_state_bytes_per_sequence(
-            x.get("linear_attention_layers", 0.0), x.get("linear_value_heads", 1.0),
-            x.get("linear_head_dim", 1.0), x.get("linear_head_dim", 1.0), linear_width,
-            compute.MAMBA_CONV_TAPS, bytes_per_element)
+            x["linear_attention_layers"], x["linear_value_heads"], x["linear_head_dim"],
+            x["linear_head_dim"], linear_conv, compute.MAMBA_CONV_TAPS, bytes_per_element)
 
 
 def forward_time(columns: dict):

@@ -41,366 +41,365 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x23 = hidden * mlp_matrices
     x24 = ffn * x23
     x25 = heads * v_head_dim
-    x26 = hidden * x25
-    x27 = numpy.minimum(1, kv_lora_rank)
-    x28 = head_dim * heads
-    x29 = hidden * x28
-    x30 = head_dim * kv_heads
-    x31 = kv_heads * v_head_dim
-    x32 = (1 - x27) * (hidden * x30 + hidden * x31 + x29)
-    x33 = kv_lora_rank + qk_rope_head_dim
-    x34 = head_dim + v_head_dim
-    x35 = numpy.minimum(1, q_lora_rank)
-    x36 = x27 * (heads * kv_lora_rank * (-qk_rope_head_dim + x34) + hidden * x33 + x29 * (1 - x35) + x35 * (hidden * q_lora_rank + q_lora_rank * x28))
-    del x29, x35
-    x37 = x32 + x36
-    x38 = kv_lora_rank + 1.0 * q_lora_rank + x26 + x37
-    x39 = 5 * hidden + x21 + x22 * x24 + x38
-    x40 = mixer_free_layers + mlp_free_layers
-    x41 = x3 * x40
-    x42 = 1 - 1 / 2 * x41
-    x43 = linear_head_dim * linear_value_heads
-    x44 = 2 * linear_value_heads
-    x45 = linear_head_dim * x44
-    x46 = 2 * linear_head_dim * linear_key_heads + x44 + x45
-    del x44
-    x47 = hidden * x43 + hidden * x46
-    x48 = linear_attention_layers * x3
-    x49 = mamba_groups * mamba_state_dim
-    x50 = mamba_head_dim * mamba_heads
-    x51 = 2 * x50
-    x52 = mamba_heads + 2 * x49
-    x53 = x51 + x52
-    x54 = hidden * x53
-    x55 = mamba_layers * x3
-    x56 = mixer_free_layers * x3 + x55
-    x57 = x56 - 1
-    x58 = x48 + x57
-    x59 = -x58
-    x60 = x13 * x42 + x38 * x59 + x47 * x48 + x55 * (hidden * x50 + 3 * mamba_heads + 10.0 * x49 + 6.0 * x50 + x54)
-    del x38
-    x61 = hidden * vocab
-    x62 = x24 * x5
-    del x24
-    x63 = embedding_matrices * x61 + hidden + layers * x60 + x62
-    params = moe_layers * x18 + mtp_layers * (x18 * x19 + x39) + x63
-    del x18
-    x64 = experts_per_token + shared_experts
-    x65 = experts_per_token * x10 + x16 + x64 * x9
-    del x10, x16, x9
-    active_params = moe_layers * x65 + mtp_layers * (x19 * x65 + x39) + x63
-    del x63, x65
-    x66 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x67 = tp - 1
-    x68 = ep ** (-1.0)
-    x69 = experts * x68
-    x70 = tp * x69
-    x71 = etp ** (-1.0)
-    x72 = moe_ffn * x71
-    x73 = x7 * x72
-    x74 = mlp_matrices * x70 * x73 - x12 * x8 + x15 * x67 + x17
-    del x15, x17, x8
-    x75 = dense_share * ffn
-    x76 = tp ** (-1.0)
-    x77 = dualpipe + 1
-    x78 = x76 * x77
-    stage_params = x78 * (stage_layers * (moe_share * x74 + x23 * x75 + x60) + x61 + x66 * (x19 * x74 + x39))
-    del x23, x39, x60, x74
-    x79 = x69 * x73
-    del x73
-    stage_expert_params = mlp_matrices * moe_share * stage_layers * x77 * x79
-    del x77
-    x80 = 1.0 * lora_rank
-    x81 = x80 * (hidden + moe_ffn)
-    x82 = mlp_matrices - 2
-    x83 = lora_gate * x82 + lora_up
-    x84 = lora_down * x81 + x81 * x83
-    del x81
-    x85 = moe_layers * x84
-    x86 = x80 * (ffn + hidden)
-    x87 = lora_down * x86 + x83 * x86
-    del x86
-    x88 = x5 * x87
-    x89 = lora_k * x80 * (hidden + x30) + lora_o * x80 * (hidden + x25) + lora_q * x80 * (hidden + x28) + lora_v * x80 * (hidden + x31)
-    del x80
-    x90 = x89 * (-mamba_layers - mixer_free_layers - x4)
+    x26 = numpy.minimum(1, kv_lora_rank)
+    x27 = head_dim * heads
+    x28 = hidden * x27
+    x29 = head_dim * kv_heads
+    x30 = kv_heads * v_head_dim
+    x31 = (1 - x26) * (hidden * x29 + hidden * x30 + x28)
+    x32 = kv_lora_rank + qk_rope_head_dim
+    x33 = head_dim + v_head_dim
+    x34 = numpy.minimum(1, q_lora_rank)
+    x35 = x26 * (heads * kv_lora_rank * (-qk_rope_head_dim + x33) + hidden * x32 + x28 * (1 - x34) + x34 * (hidden * q_lora_rank + q_lora_rank * x27))
+    del x28, x34
+    x36 = x31 + x35
+    x37 = hidden * x25 + kv_lora_rank + 1.0 * q_lora_rank + x36
+    x38 = 5 * hidden + x21 + x22 * x24 + x37
+    x39 = mixer_free_layers + mlp_free_layers
+    x40 = x3 * x39
+    x41 = 1 - 1 / 2 * x40
+    x42 = linear_head_dim * linear_value_heads
+    x43 = 2 * linear_value_heads
+    x44 = linear_head_dim * x43
+    x45 = 2 * linear_head_dim * linear_key_heads + x43 + x44
+    del x43
+    x46 = hidden * x42 + hidden * x45
+    x47 = linear_attention_layers * x3
+    x48 = mamba_groups * mamba_state_dim
+    x49 = mamba_head_dim * mamba_heads
+    x50 = 2 * x49
+    x51 = mamba_heads + 2 * x48
+    x52 = x50 + x51
+    x53 = hidden * x52
+    x54 = mamba_layers * x3
+    x55 = mamba_layers + mixer_free_layers + x4
     del x4
-    x91 = 1 - frozen_base
-    trainable_params = params * x91 + x11 * x85 + x88 + x90
-    del x11
-    stage_adapter_params = stage_layers * x78 * (dense_share * x87 + moe_share * x84 * (shared_experts + x70 * x71) + x89)
-    del x70, x84, x87, x89
-    stage_trainable_params = stage_adapter_params + x91 * (-stage_expert_params + stage_params)
-    stage_trainable_expert_params = stage_expert_params * x91
-    stage_embedding_params = x61 * x78
-    del x78
-    x92 = heads * x34
-    x93 = 2 * x92
-    x94 = seq_len * x93
-    x95 = linear_head_dim ** 2
-    x96 = 640.0 * linear_head_dim + 6 * x95 + 2730.66666666667
-    x97 = linear_attention_layers * (linear_value_heads * x96 - x94)
-    x98 = mamba_state_dim * x50
-    x99 = 256.0 * x49 + 256.0 * x50 + 4 * x98
-    x100 = mamba_layers * (-x94 + x99)
-    x101 = x64 * x85
-    del x85
-    x102 = numpy.minimum(seq_len, window)
-    x103 = seq_len ** (-1.0)
-    x104 = window_layers * (2 * heads * x102 * x34 * (-x102 * x103 + 2) - x94)
-    x105 = 2 * x12
-    x106 = 2 * mlp_matrices
-    x107 = hidden * x106
-    x108 = experts_per_token * moe_ffn
-    x109 = 4 * hidden * x14 + moe_ffn * x107 * x64 + x105 + x106 * x108 * x7 - x107 * x108
-    del x108, x14
-    x110 = moe_layers * x109
-    x111 = 2 * x26
-    del x26
-    x112 = 2 * x32
-    del x32
-    x113 = 2 * x36
-    del x36
-    x114 = x111 + x112 + x113
-    x115 = layers * x114
-    x116 = mixer_free_layers * x114
-    x117 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x46 - x114)
-    del x46
-    x118 = 2 * x54
-    x119 = mamba_layers * (6 * mamba_heads - x111 - x112 - x113 + x118 + x13 * x50 + 20.0 * x49 + 12.0 * x50)
-    del x111, x112, x113
-    x120 = 2 * x61
-    x121 = 4.0 * x20
-    del x20
-    x122 = ffn * x107
-    del x107
-    x123 = mtp_layers * (x109 * x19 + x114 + x120 + x121 + x122 * x22 + x94)
-    del x109, x114
-    x124 = x122 * x5
-    del x122
-    x125 = x110 + x115 - x116 + x117 + x119 + x124
-    x126 = x120 + x125
-    x127 = layers * x94 - mixer_free_layers * x94 + x100 + x104 + x97
-    del x94
-    x128 = x123 + x127
-    x129 = 6 * seq_len * x92
-    model_flops_per_token = -frozen_base * x126 + layers * x129 - mixer_free_layers * x129 + reference_model * (x126 + x128) + 3 * x100 + 6 * x101 + 3 * x104 + 3 * x110 + 3 * x115 - 3 * x116 + 3 * x117 + 3 * x119 + 3 * x123 + 6 * x61 + 6 * x62 + 6 * x88 + 6 * x90 + 3 * x97
-    del x100, x104, x115, x116, x117, x119, x123, x126, x129, x62, x97
-    x130 = recompute_early_stop * x91 * (1 - dropout_masks)
-    x131 = 1 - full_recompute
-    x132 = ffn + x25
-    x133 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x40))
-    del x40
-    x134 = numpy.maximum(selective, recompute_core_attn * selective_option)
-    hardware_flops_per_token = full_recompute * (-ffn * x13 * x130 * x5 + 2 * x101 + x125 + x128 + 2 * x88 + 2 * x90) + model_flops_per_token + x131 * (layers * x13 * x133 * (x132 + x30) + recompute_mlp * x124 + recompute_moe * x110 + x127 * x134)
-    del x101, x110, x124, x125, x127, x128, x5, x88, x90
-    x135 = hidden * tokens_mb
-    x136 = x53 * x76
-    del x53
-    x137 = tokens_mb * x136
-    x138 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x139 = bytes_per_element * x138
-    x140 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x136)
-    x141 = tokens_mb * x76
-    x142 = peak_flops_per_s ** (-1.0)
-    x143 = x142 / gemm_max_efficiency
-    x144 = x141 * x143
-    x145 = x43 * x76
-    x146 = hidden ** (-1.0)
-    x147 = -x145 + x146 * x47 * x76
-    del x47
-    x148 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x147)
-    x149 = 2 * x143
-    x150 = x135 * x149
-    x151 = x37 * x76
+    x56 = x3 * (-linear_attention_layers - x55)
+    x57 = x13 * x41 + x37 * x56 + x46 * x47 + x54 * (hidden * x49 + 3 * mamba_heads + 10.0 * x48 + 6.0 * x49 + x53)
     del x37
-    x152 = x146 * x151
-    x153 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x152)
-    t_qkv = x48 * numpy.maximum(x147 * x150 * (gemm_half_efficiency_dim + x148) / x148, x139 * (hidden * x147 + tokens_mb * x147 + x135)) + x55 * numpy.maximum(x139 * (x135 + x137 + x54 * x76), x118 * x144 * (gemm_half_efficiency_dim + x140) / x140) + x59 * numpy.maximum(x139 * (tokens_mb * x152 + x135 + x151), tokens_mb * x149 * x151 * (gemm_half_efficiency_dim + x153) / x153)
-    del x118, x140, x147, x148, x151, x153, x54
-    x154 = 4 * linear_head_dim
-    x155 = 0.015625 * x95
-    del x95
-    x156 = tokens_mb * x139
-    x157 = x156 * x76
-    x158 = numpy.minimum(seq_len, tokens_mb)
-    x159 = gemm_half_efficiency_dim + x158
-    x160 = x141 / attention_peak_flops_per_s
-    x161 = x160 / attention_gemm_max_efficiency
-    x162 = x159 * x161 / (attention_efficiency_factor * x158)
-    x163 = tokens_mb * x138
-    x164 = window_layers * x3
-    x165 = -x164 - x58
-    del x58
-    x166 = x157 * x93
-    del x93
-    x167 = attention_scores_stored + selective
-    x168 = numpy.maximum(head_dim, v_head_dim)
-    x169 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x168 + 1)) + 1
-    x170 = numpy.maximum(x167, x169)
-    x171 = numpy.minimum(head_dim, tokens_mb)
-    x172 = attention_gemm_max_efficiency * x171 / (gemm_half_efficiency_dim + x171)
-    del x171
-    x173 = 1 - x170
-    x174 = seq_len * x170
-    x175 = numpy.minimum(attention_block_tokens, seq_len)
-    x176 = x175 ** (-1.0)
-    x177 = seq_len * x176 - 1
-    x178 = seq_len - 1
-    x179 = numpy.minimum(x177, numpy.ceil(x176 * x178))
-    x180 = x179 + 1
-    x181 = -seq_len * x176
-    x182 = x103 * x175
-    x183 = 2 / 3 * x175
-    del x175
-    x184 = numpy.minimum(attention_block_tokens_bwd, seq_len)
-    x185 = x184 ** (-1.0)
-    x186 = seq_len * x185 - 1
-    x187 = numpy.minimum(x186, numpy.ceil(x178 * x185))
-    del x178
-    x188 = x187 + 1
-    x189 = -seq_len * x185
-    x190 = x103 * x184
-    x191 = 4 / 3 * x184
-    del x184
-    x192 = x173 * (x183 * (x182 * (1 / 2 * x179 * x180 + x179 * (-x180 - x181)) + 1) + x191 * (x190 * (1 / 2 * x187 * x188 + x187 * (-x188 - x189)) + 1))
-    del x179, x180, x187, x188
-    x193 = x174 + x192
-    x194 = attention_head_dim_granule ** (-1.0)
-    x195 = x168 * (1 - fused_split_head_dims)
-    del x168
-    x196 = attention_efficiency_factor * attention_gemm_max_efficiency * x158 * x34 / (x159 * (attention_head_dim_granule * numpy.ceil(x194 * (fused_split_head_dims * head_dim + x195)) + attention_head_dim_granule * numpy.ceil(x194 * (fused_split_head_dims * v_head_dim + x195))))
-    del x158, x159, x194, x195
-    x197 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x34)
-    x198 = numpy.maximum(1.0, x197)
-    x199 = attention_exp_overlap_exponent ** (-1.0)
-    x200 = numpy.maximum(2.0, x197)
-    x201 = x200 ** (-1.0)
-    x202 = x173 * (1 / 3 * x198 * ((x197 / x198) ** attention_exp_overlap_exponent + x198 ** (-attention_exp_overlap_exponent)) ** x199 + 1 / 3 * x200 * ((2 * x201) ** attention_exp_overlap_exponent + (x197 * x201) ** attention_exp_overlap_exponent) ** x199 - 1)
-    del x197, x198, x199, x200, x201
-    x203 = x160 * x92
-    del x160, x92
-    x204 = fused_window_attention * x173
-    x205 = 1 - x204
-    x206 = seq_len * x205
-    x207 = x102 - 1
-    del x102
-    x208 = numpy.minimum(x177, numpy.ceil(x176 * x207))
-    del x176, x177
-    x209 = x208 + 1
-    x210 = numpy.minimum(x186, numpy.ceil(x185 * x207))
-    del x185, x186, x207
-    x211 = x210 + 1
-    x212 = x204 * (x183 * (x182 * (1 / 2 * x208 * x209 + x208 * (-x181 - x209)) + 1) + x191 * (x190 * (1 / 2 * x210 * x211 + x210 * (-x189 - x211)) + 1))
-    del x181, x182, x183, x189, x190, x191, x208, x209, x210, x211
-    x213 = x206 + x212
-    t_core = numpy.maximum(x164 * x166, x164 * x203 * (2 * x206 + 2 * x212) * (fused_window_attention * x202 + 1) / (x172 * x205 + x196 * x204 * x213 / (attention_fill_keys + x213))) + numpy.maximum(x165 * x166, x165 * x203 * (2 * x174 + 2 * x192) * (x202 + 1) / (x170 * x172 + x173 * x193 * x196 / (attention_fill_keys + x193))) + numpy.maximum(x162 * x55 * x99, x163 * x55 * x76 * (bytes_per_element * (mamba_heads + 6 * x49 + 7 * x50) + 0.0625 * x98)) + numpy.maximum(linear_value_heads * x162 * x48 * x96, linear_value_heads * x157 * x48 * (x154 + x155))
-    del x157, x162, x166, x172, x173, x174, x192, x193, x196, x202, x203, x204, x205, x206, x212, x213, x49, x96, x98, x99
-    x214 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x138 * x214 * x76 * (x164 * numpy.maximum(numpy.maximum(x167, x169), 1 - fused_window_attention) + x165 * x170)
-    del x1, x164, x165, x167, x170
-    x215 = hidden * x76
-    x216 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x145)
-    x217 = x135 * x76
-    x218 = x143 * x217
-    x219 = x50 * x76
-    x220 = tokens_mb * x219
-    x221 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x219)
-    x222 = x25 * x76
-    x223 = tokens_mb * x222
-    x224 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x222)
-    t_proj = x48 * numpy.maximum(x218 * x45 * (gemm_half_efficiency_dim + x216) / x216, x139 * (tokens_mb * x145 + x135 + x215 * x43)) + x55 * numpy.maximum(x139 * (x135 + x215 * x50 + x220), x218 * x51 * (gemm_half_efficiency_dim + x221) / x221) + x59 * numpy.maximum(x139 * (x135 + x215 * x25 + x223), x150 * x222 * (gemm_half_efficiency_dim + x224) / x224)
-    del x145, x216, x218, x221, x224, x25, x45, x48, x51
-    x225 = ffn * x76
-    x226 = tokens_mb * x225
-    x227 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x225)
-    t_mlp = mlp_matrices * numpy.maximum(x139 * (hidden * x225 + x135 + x226), x150 * x225 * (gemm_half_efficiency_dim + x227) / x227)
-    del x227
-    x228 = experts * tokens_mb
-    x229 = experts_per_token * x7
-    x230 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x231 = moe_ffn * x76
-    x232 = tokens_mb * x231
-    x233 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x231)
-    x234 = sequence_parallel * x76
-    x235 = 1 - sequence_parallel
-    x236 = etp * x234 + x235
-    x237 = x135 * x236
-    x238 = tokens_mb * x236
-    x239 = x238 * x7
-    x240 = numpy.minimum(x238, x7)
+    x58 = hidden * vocab
+    x59 = x24 * x5
+    del x24
+    x60 = embedding_matrices * x58 + hidden + layers * x57 + x59
+    params = moe_layers * x18 + mtp_layers * (x18 * x19 + x38) + x60
+    del x18
+    x61 = experts_per_token + shared_experts
+    x62 = experts_per_token * x10 + x16 + x61 * x9
+    del x10, x16, x9
+    active_params = moe_layers * x62 + mtp_layers * (x19 * x62 + x38) + x60
+    del x60, x62
+    x63 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x64 = tp - 1
+    x65 = ep ** (-1.0)
+    x66 = experts * x65
+    x67 = tp * x66
+    x68 = etp ** (-1.0)
+    x69 = moe_ffn * x68
+    x70 = x69 * x7
+    x71 = mlp_matrices * x67 * x70 - x12 * x8 + x15 * x64 + x17
+    del x15, x17, x8
+    x72 = dense_share * ffn
+    x73 = tp ** (-1.0)
+    x74 = dualpipe + 1
+    x75 = x73 * x74
+    stage_params = x75 * (stage_layers * (moe_share * x71 + x23 * x72 + x57) + x58 + x63 * (x19 * x71 + x38))
+    del x23, x38, x57, x71
+    x76 = x66 * x70
+    del x70
+    stage_expert_params = mlp_matrices * moe_share * stage_layers * x74 * x76
+    del x74
+    x77 = 1.0 * lora_rank
+    x78 = x77 * (hidden + moe_ffn)
+    x79 = mlp_matrices - 2
+    x80 = lora_gate * x79 + lora_up
+    x81 = lora_down * x78 + x78 * x80
+    del x78
+    x82 = moe_layers * x81
+    x83 = x77 * (ffn + hidden)
+    x84 = lora_down * x83 + x80 * x83
+    del x83
+    x85 = x5 * x84
+    x86 = lora_k * x77 * (hidden + x29) + lora_o * x77 * (hidden + x25) + lora_q * x77 * (hidden + x27) + lora_v * x77 * (hidden + x30)
+    del x77
+    x87 = -x55 * x86
+    del x55
+    x88 = 1 - frozen_base
+    trainable_params = params * x88 + x11 * x82 + x85 + x87
+    del x11
+    stage_adapter_params = stage_layers * x75 * (dense_share * x84 + moe_share * x81 * (shared_experts + x67 * x68) + x86)
+    del x67, x81, x84, x86
+    stage_trainable_params = stage_adapter_params + x88 * (-stage_expert_params + stage_params)
+    stage_trainable_expert_params = stage_expert_params * x88
+    stage_embedding_params = x58 * x75
+    del x75
+    x89 = heads * x33
+    x90 = 2 * x89
+    x91 = seq_len * x90
+    x92 = linear_head_dim ** 2
+    x93 = 640.0 * linear_head_dim + 6 * x92 + 2730.66666666667
+    x94 = linear_attention_layers * (linear_value_heads * x93 - x91)
+    x95 = mamba_state_dim * x49
+    x96 = 256.0 * x48 + 256.0 * x49 + 4 * x95
+    x97 = mamba_layers * (-x91 + x96)
+    x98 = x61 * x82
+    del x82
+    x99 = numpy.minimum(seq_len, window)
+    x100 = seq_len ** (-1.0)
+    x101 = window_layers * (2 * heads * x33 * x99 * (-x100 * x99 + 2) - x91)
+    x102 = 2 * x12
+    x103 = 2 * mlp_matrices
+    x104 = hidden * x103
+    x105 = experts_per_token * moe_ffn
+    x106 = 4 * hidden * x14 + moe_ffn * x104 * x61 + x102 + x103 * x105 * x7 - x104 * x105
+    del x105, x14
+    x107 = moe_layers * x106
+    x108 = x13 * x25
+    x109 = 2 * x31
+    del x31
+    x110 = 2 * x35
+    del x35
+    x111 = x108 + x109 + x110
+    x112 = layers * x111
+    x113 = mixer_free_layers * x111
+    x114 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x45 - x111)
+    del x45
+    x115 = 2 * x53
+    x116 = mamba_layers * (6 * mamba_heads - x108 - x109 - x110 + x115 + x13 * x49 + 20.0 * x48 + 12.0 * x49)
+    del x108, x109, x110
+    x117 = 2 * x58
+    x118 = 4.0 * x20
+    del x20
+    x119 = ffn * x104
+    del x104
+    x120 = mtp_layers * (x106 * x19 + x111 + x117 + x118 + x119 * x22 + x91)
+    del x106, x111
+    x121 = x119 * x5
+    del x119
+    x122 = x107 + x112 - x113 + x114 + x116 + x121
+    x123 = x117 + x122
+    x124 = layers * x91 - mixer_free_layers * x91 + x101 + x94 + x97
+    del x91
+    x125 = x120 + x124
+    x126 = 6 * seq_len * x89
+    model_flops_per_token = -frozen_base * x123 + layers * x126 - mixer_free_layers * x126 + reference_model * (x123 + x125) + 3 * x101 + 3 * x107 + 3 * x112 - 3 * x113 + 3 * x114 + 3 * x116 + 3 * x120 + 6 * x58 + 6 * x59 + 6 * x85 + 6 * x87 + 3 * x94 + 3 * x97 + 6 * x98
+    del x101, x112, x113, x114, x116, x120, x123, x126, x59, x94, x97
+    x127 = recompute_early_stop * x88 * (1 - dropout_masks)
+    x128 = 1 - full_recompute
+    x129 = ffn + x25
+    x130 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x39))
+    del x39
+    x131 = numpy.maximum(selective, recompute_core_attn * selective_option)
+    hardware_flops_per_token = full_recompute * (-ffn * x127 * x13 * x5 + x122 + x125 + 2 * x85 + 2 * x87 + 2 * x98) + model_flops_per_token + x128 * (layers * x13 * x130 * (x129 + x29) + recompute_mlp * x121 + recompute_moe * x107 + x124 * x131)
+    del x107, x121, x122, x124, x125, x5, x85, x87, x98
+    x132 = hidden * tokens_mb
+    x133 = x52 * x73
+    del x52
+    x134 = tokens_mb * x133
+    x135 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x136 = bytes_per_element * x135
+    x137 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x133)
+    x138 = tokens_mb * x73
+    x139 = peak_flops_per_s ** (-1.0)
+    x140 = x139 / gemm_max_efficiency
+    x141 = x138 * x140
+    x142 = x42 * x73
+    x143 = hidden ** (-1.0)
+    x144 = -x142 + x143 * x46 * x73
+    del x46
+    x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x144)
+    x146 = 2 * x132
+    x147 = x140 * x146
+    x148 = x36 * x73
+    del x36
+    x149 = x143 * x148
+    x150 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x149)
+    x151 = tokens_mb * x140
+    t_qkv = x47 * numpy.maximum(x144 * x147 * (gemm_half_efficiency_dim + x145) / x145, x136 * (hidden * x144 + tokens_mb * x144 + x132)) + x54 * numpy.maximum(x136 * (x132 + x134 + x53 * x73), x115 * x141 * (gemm_half_efficiency_dim + x137) / x137) + x56 * numpy.maximum(x136 * (tokens_mb * x149 + x132 + x148), 2 * x148 * x151 * (gemm_half_efficiency_dim + x150) / x150)
+    del x115, x137, x144, x145, x148, x150, x53
+    x152 = 4 * linear_head_dim
+    x153 = 0.015625 * x92
+    del x92
+    x154 = tokens_mb * x136
+    x155 = x154 * x73
+    x156 = numpy.minimum(seq_len, tokens_mb)
+    x157 = gemm_half_efficiency_dim + x156
+    x158 = x138 / attention_peak_flops_per_s
+    x159 = x158 / attention_gemm_max_efficiency
+    x160 = x157 * x159 / (attention_efficiency_factor * x156)
+    x161 = tokens_mb * x135
+    x162 = window_layers * x3
+    x163 = -x56
+    x164 = -x162 - x163
+    x165 = x155 * x90
+    del x90
+    x166 = attention_scores_stored + selective
+    x167 = numpy.maximum(head_dim, v_head_dim)
+    x168 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x167 + 1)) + 1
+    x169 = numpy.maximum(x166, x168)
+    x170 = numpy.minimum(head_dim, tokens_mb)
+    x171 = attention_gemm_max_efficiency * x170 / (gemm_half_efficiency_dim + x170)
+    del x170
+    x172 = 1 - x169
+    x173 = seq_len * x169
+    x174 = numpy.minimum(attention_block_tokens, seq_len)
+    x175 = x174 ** (-1.0)
+    x176 = seq_len * x175 - 1
+    x177 = seq_len - 1
+    x178 = numpy.minimum(x176, numpy.ceil(x175 * x177))
+    x179 = x178 + 1
+    x180 = -seq_len * x175
+    x181 = x100 * x174
+    x182 = 2 / 3 * x174
+    del x174
+    x183 = numpy.minimum(attention_block_tokens_bwd, seq_len)
+    x184 = x183 ** (-1.0)
+    x185 = seq_len * x184 - 1
+    x186 = numpy.minimum(x185, numpy.ceil(x177 * x184))
+    del x177
+    x187 = x186 + 1
+    x188 = -seq_len * x184
+    x189 = x100 * x183
+    x190 = 4 / 3 * x183
+    del x183
+    x191 = x172 * (x182 * (x181 * (1 / 2 * x178 * x179 + x178 * (-x179 - x180)) + 1) + x190 * (x189 * (1 / 2 * x186 * x187 + x186 * (-x187 - x188)) + 1))
+    del x178, x179, x186, x187
+    x192 = x173 + x191
+    x193 = attention_head_dim_granule ** (-1.0)
+    x194 = x167 * (1 - fused_split_head_dims)
+    del x167
+    x195 = attention_efficiency_factor * attention_gemm_max_efficiency * x156 * x33 / (x157 * (attention_head_dim_granule * numpy.ceil(x193 * (fused_split_head_dims * head_dim + x194)) + attention_head_dim_granule * numpy.ceil(x193 * (fused_split_head_dims * v_head_dim + x194))))
+    del x156, x157, x193, x194
+    x196 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x33)
+    x197 = numpy.maximum(1.0, x196)
+    x198 = attention_exp_overlap_exponent ** (-1.0)
+    x199 = numpy.maximum(2.0, x196)
+    x200 = x199 ** (-1.0)
+    x201 = x172 * (1 / 3 * x197 * ((x196 / x197) ** attention_exp_overlap_exponent + x197 ** (-attention_exp_overlap_exponent)) ** x198 + 1 / 3 * x199 * ((2 * x200) ** attention_exp_overlap_exponent + (x196 * x200) ** attention_exp_overlap_exponent) ** x198 - 1)
+    del x196, x197, x198, x199, x200
+    x202 = x158 * x89
+    del x158, x89
+    x203 = fused_window_attention * x172
+    x204 = 1 - x203
+    x205 = seq_len * x204
+    x206 = x99 - 1
+    del x99
+    x207 = numpy.minimum(x176, numpy.ceil(x175 * x206))
+    del x175, x176
+    x208 = x207 + 1
+    x209 = numpy.minimum(x185, numpy.ceil(x184 * x206))
+    del x184, x185, x206
+    x210 = x209 + 1
+    x211 = x203 * (x182 * (x181 * (1 / 2 * x207 * x208 + x207 * (-x180 - x208)) + 1) + x190 * (x189 * (1 / 2 * x209 * x210 + x209 * (-x188 - x210)) + 1))
+    del x180, x181, x182, x188, x189, x190, x207, x208, x209, x210
+    x212 = x205 + x211
+    t_core = numpy.maximum(x162 * x165, x162 * x202 * (2 * x205 + 2 * x211) * (fused_window_attention * x201 + 1) / (x171 * x204 + x195 * x203 * x212 / (attention_fill_keys + x212))) + numpy.maximum(x164 * x165, x164 * x202 * (2 * x173 + 2 * x191) * (x201 + 1) / (x169 * x171 + x172 * x192 * x195 / (attention_fill_keys + x192))) + numpy.maximum(x160 * x54 * x96, x161 * x54 * x73 * (bytes_per_element * (mamba_heads + 6 * x48 + 7 * x49) + 0.0625 * x95)) + numpy.maximum(linear_value_heads * x160 * x47 * x93, linear_value_heads * x155 * x47 * (x152 + x153))
+    del x155, x160, x165, x171, x172, x173, x191, x192, x195, x201, x202, x203, x204, x205, x211, x212, x48, x93, x95, x96
+    x213 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x135 * x213 * x73 * (x162 * numpy.maximum(numpy.maximum(x166, x168), 1 - fused_window_attention) + x164 * x169)
+    del x1, x162, x164, x166, x169
+    x214 = hidden * x73
+    x215 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
+    x216 = x132 * x73
+    x217 = x140 * x216
+    x218 = x49 * x73
+    x219 = tokens_mb * x218
+    x220 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x218)
+    x221 = x25 * x73
+    x222 = tokens_mb * x221
+    x223 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x221)
+    t_proj = x47 * numpy.maximum(x217 * x44 * (gemm_half_efficiency_dim + x215) / x215, x136 * (tokens_mb * x142 + x132 + x214 * x42)) + x54 * numpy.maximum(x136 * (x132 + x214 * x49 + x219), x217 * x50 * (gemm_half_efficiency_dim + x220) / x220) + x56 * numpy.maximum(x136 * (x132 + x214 * x25 + x222), x147 * x221 * (gemm_half_efficiency_dim + x223) / x223)
+    del x142, x215, x217, x220, x223, x25, x44, x47, x50
+    x224 = ffn * x73
+    x225 = tokens_mb * x224
+    x226 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x224)
+    t_mlp = mlp_matrices * numpy.maximum(x136 * (hidden * x224 + x132 + x225), x147 * x224 * (gemm_half_efficiency_dim + x226) / x226)
+    del x226
+    x227 = experts * tokens_mb
+    x228 = experts_per_token * x7
+    x229 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x230 = moe_ffn * x73
+    x231 = tokens_mb * x230
+    x232 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x230)
+    x233 = sequence_parallel * x73
+    x234 = 1 - sequence_parallel
+    x235 = etp * x233 + x234
+    x236 = x132 * x235
+    x237 = tokens_mb * x235
+    x238 = x237 * x7
+    x239 = numpy.minimum(x237, x7)
+    x240 = 2 * x140
+    del x140
     x241 = 1 - token_drop
     x242 = numpy.sqrt(2)
     x243 = tokens_mb ** (-1.0)
-    x244 = x243 / (experts_per_token * x236)
-    routed_copies = experts_per_token * x238
-    del x238
-    x245 = routed_copies * x72
-    x246 = x139 * (experts_per_token * x239 + x245 + x79)
-    del x79
+    x244 = x243 / (experts_per_token * x235)
+    routed_copies = experts_per_token * x237
+    del x237
+    x245 = routed_copies * x69
+    x246 = x136 * (experts_per_token * x238 + x245 + x76)
+    del x76
     x247 = gemm_tile_dim ** (-1.0)
     x248 = ep * routed_copies / experts
-    x249 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x149 * x244 * (grouped_gemm_token_half_dim + x248) * numpy.ceil(x248 / grouped_gemm_tile_tokens) / ep ** 2
+    x249 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x240 * x244 * (grouped_gemm_token_half_dim + x248) * numpy.ceil(x248 / grouped_gemm_tile_tokens) / ep ** 2
     del x248
     x250 = mlp_matrices - 1
-    t_moe = mlp_matrices * shared_experts * numpy.maximum(x139 * (hidden * x231 + x135 + x232), x150 * x231 * (gemm_half_efficiency_dim + x233) / x233) + 20 * x138 * x228 + 4 * x156 * x229 + 2 * x6 * numpy.maximum(x139 * (hidden * x7 + x237 + x239), x149 * x237 * x7 * (gemm_half_efficiency_dim + x240) / x240) + (capacity_factor * token_drop + x241 * (x242 * numpy.sqrt(expert_load_cv ** 2 + x244) * numpy.sqrt(numpy.log(ep)) + 1)) * (x250 * numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x7) * numpy.ceil(x247 * x72)) + numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x72) * numpy.ceil(x247 * x7))) + numpy.maximum(x139 * (x12 + x135 + x228), tokens_mb * x105 * x143 * (gemm_half_efficiency_dim + x230) / x230)
-    del x105, x12, x143, x228, x230, x233, x237, x239, x240, x244, x246, x247, x249, x6
-    x251 = (sequence_parallel * x67 + 1) ** (-1.0)
+    t_moe = mlp_matrices * shared_experts * numpy.maximum(x136 * (hidden * x230 + x132 + x231), x147 * x230 * (gemm_half_efficiency_dim + x232) / x232) + 20 * x135 * x227 + 4 * x154 * x228 + 2 * x6 * numpy.maximum(x136 * (hidden * x7 + x236 + x238), x236 * x240 * x7 * (gemm_half_efficiency_dim + x239) / x239) + (capacity_factor * token_drop + x241 * (x242 * numpy.sqrt(expert_load_cv ** 2 + x244) * numpy.sqrt(numpy.log(ep)) + 1)) * (x250 * numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x7) * numpy.ceil(x247 * x69)) + numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x69) * numpy.ceil(x247 * x7))) + numpy.maximum(x136 * (x12 + x132 + x227), x102 * x151 * (gemm_half_efficiency_dim + x229) / x229)
+    del x102, x12, x151, x227, x229, x232, x236, x238, x239, x244, x246, x247, x249, x6
+    x251 = (sequence_parallel * x64 + 1) ** (-1.0)
     x252 = hidden * x251
-    x253 = shared_experts * x231
-    x254 = experts_per_token * x72
-    t_elem = elementwise_traffic_factor * x156 * (16 * x252 * x42 + x76 * (4 * moe_share * tp * (x236 * x254 + x253) + 4 * x75))
-    del x156, x236, x75
-    x255 = vocab * x76
+    x253 = shared_experts * x230
+    x254 = experts_per_token * x69
+    t_elem = elementwise_traffic_factor * x154 * (16 * x252 * x41 + x73 * (4 * moe_share * tp * (x235 * x254 + x253) + 4 * x72))
+    del x154, x235, x72
+    x255 = vocab * x73
     x256 = tokens_mb * x255
-    x257 = x139 * (x135 + x256 + x61 * x76)
-    del x61
+    x257 = x136 * (x132 + x256 + x58 * x73)
+    del x58
     x258 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x255)
-    x259 = x120 * (gemm_half_efficiency_dim + x258) / x258
-    del x120, x258
-    t_logits = low_precision_output_layer * numpy.maximum(x257, x144 * x259) + (1 - low_precision_output_layer) * numpy.maximum(x257, x161 * x259)
-    del x161, x257, x259
-    t_loss = loss_bytes_per_logit * x138 * x256
+    x259 = x117 * (gemm_half_efficiency_dim + x258) / x258
+    del x117, x258
+    t_logits = low_precision_output_layer * numpy.maximum(x257, x141 * x259) + (1 - low_precision_output_layer) * numpy.maximum(x257, x159 * x259)
+    del x159, x257, x259
+    t_loss = loss_bytes_per_logit * x135 * x256
     del x256
     x260 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x138 * (bytes_per_element + x250 * x260) * (shared_experts * x232 + x245)
+    t_moe_act = x135 * (bytes_per_element + x250 * x260) * (shared_experts * x231 + x245)
     del x245
     x261 = numpy.maximum(1, lora_rank)
     x262 = tokens_mb * x261
     x263 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x261)
-    x264 = numpy.maximum(x139 * (hidden * x261 + x135 + x262), x150 * x261 * (gemm_half_efficiency_dim + x263) / x263)
-    del x150, x263
-    x265 = x30 * x76
+    x264 = numpy.maximum(x136 * (hidden * x261 + x132 + x262), x147 * x261 * (gemm_half_efficiency_dim + x263) / x263)
+    del x147, x263
+    x265 = x29 * x73
     x266 = numpy.minimum(numpy.minimum(tokens_mb, x261), x265)
-    x267 = x149 * x262
-    del x149
-    x268 = numpy.minimum(numpy.minimum(tokens_mb, x222), x261)
-    x269 = x28 * x76
+    x267 = x240 * x262
+    del x240
+    x268 = numpy.minimum(numpy.minimum(tokens_mb, x221), x261)
+    x269 = x27 * x73
     x270 = numpy.minimum(numpy.minimum(tokens_mb, x261), x269)
-    x271 = x31 * x76
+    x271 = x30 * x73
     x272 = numpy.minimum(numpy.minimum(tokens_mb, x261), x271)
-    x273 = numpy.minimum(numpy.minimum(tokens_mb, x225), x261)
-    x274 = x264 + numpy.maximum(x139 * (x225 * x261 + x226 + x262), x225 * x267 * (gemm_half_efficiency_dim + x273) / x273)
-    del x226, x273
-    x275 = numpy.minimum(numpy.minimum(tokens_mb, x231), x261)
-    x276 = x264 + numpy.maximum(x139 * (x231 * x261 + x232 + x262), x231 * x267 * (gemm_half_efficiency_dim + x275) / x275)
-    del x232, x275
-    t_adapter = dense_share * (lora_down * x274 + x274 * x83) + lora_k * (x264 + numpy.maximum(x265 * x267 * (gemm_half_efficiency_dim + x266) / x266, x139 * (tokens_mb * x265 + x261 * x265 + x262))) + lora_o * (x264 + numpy.maximum(x139 * (x222 * x261 + x223 + x262), x222 * x267 * (gemm_half_efficiency_dim + x268) / x268)) + lora_q * (x264 + numpy.maximum(x267 * x269 * (gemm_half_efficiency_dim + x270) / x270, x139 * (tokens_mb * x269 + x261 * x269 + x262))) + lora_v * (x264 + numpy.maximum(x267 * x271 * (gemm_half_efficiency_dim + x272) / x272, x139 * (tokens_mb * x271 + x261 * x271 + x262))) + moe_share * x64 * (lora_down * x276 + x276 * x83)
-    del x223, x261, x262, x264, x265, x266, x267, x268, x269, x270, x271, x272, x274, x276, x64
+    x273 = numpy.minimum(numpy.minimum(tokens_mb, x224), x261)
+    x274 = x264 + numpy.maximum(x136 * (x224 * x261 + x225 + x262), x224 * x267 * (gemm_half_efficiency_dim + x273) / x273)
+    del x225, x273
+    x275 = numpy.minimum(numpy.minimum(tokens_mb, x230), x261)
+    x276 = x264 + numpy.maximum(x136 * (x230 * x261 + x231 + x262), x230 * x267 * (gemm_half_efficiency_dim + x275) / x275)
+    del x231, x275
+    t_adapter = dense_share * (lora_down * x274 + x274 * x80) + lora_k * (x264 + numpy.maximum(x265 * x267 * (gemm_half_efficiency_dim + x266) / x266, x136 * (tokens_mb * x265 + x261 * x265 + x262))) + lora_o * (x264 + numpy.maximum(x136 * (x221 * x261 + x222 + x262), x221 * x267 * (gemm_half_efficiency_dim + x268) / x268)) + lora_q * (x264 + numpy.maximum(x267 * x269 * (gemm_half_efficiency_dim + x270) / x270, x136 * (tokens_mb * x269 + x261 * x269 + x262))) + lora_v * (x264 + numpy.maximum(x267 * x271 * (gemm_half_efficiency_dim + x272) / x272, x136 * (tokens_mb * x271 + x261 * x271 + x262))) + moe_share * x61 * (lora_down * x276 + x276 * x80)
+    del x222, x261, x262, x264, x265, x266, x267, x268, x269, x270, x271, x272, x274, x276, x61
     x277 = -stage_params
     x278 = -stage_embedding_params - x277
     x279 = full_recompute + 2
-    dequant_mb = dequantize_base * x138 * x278 * x279 * (base_weight_bytes_per_param + bytes_per_element)
-    x280 = -x57
-    del x57
+    dequant_mb = dequantize_base * x135 * x278 * x279 * (base_weight_bytes_per_param + bytes_per_element)
+    x280 = -mixer_free_layers * x3 - x54 + 1
     x281 = routed_copies * x243
     del routed_copies, x243
-    x282 = cast_bytes_per_element * x163
-    del x163
-    t_cast_fwd = x282 * (dense_share * (hidden + x225) + moe_share * (shared_experts * (hidden + x231) + x281 * (x7 + x72)) + x280 * (hidden + x222) + x55 * (hidden + x219))
-    del x222
-    t_cast_bwd = x282 * (dense_share * (hidden + x225 * x250) + moe_share * (shared_experts * (hidden + x231 * x250) + x281 * (x250 * x72 + x7)) + x280 * (hidden + x152) + x55 * (hidden + x136))
-    del x136, x152, x231, x280, x281, x282
+    x282 = cast_bytes_per_element * x161
+    del x161
+    t_cast_fwd = x282 * (dense_share * (hidden + x224) + moe_share * (shared_experts * (hidden + x230) + x281 * (x69 + x7)) + x280 * (hidden + x221) + x54 * (hidden + x218))
+    del x221
+    t_cast_bwd = x282 * (dense_share * (hidden + x224 * x250) + moe_share * (shared_experts * (hidden + x230 * x250) + x281 * (x250 * x69 + x7)) + x280 * (hidden + x149) + x54 * (hidden + x133))
+    del x133, x149, x230, x280, x281, x282
     x283 = dense_share * t_mlp
     x284 = moe_share * t_moe
     x285 = t_proj + t_qkv
@@ -413,47 +412,47 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x289
     x291 = host_copy_bytes_per_s_per_gpu ** (-1.0)
     x292 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x251 * x291
-    x293 = x134 * x287
-    del x134, x287
+    x293 = x131 * x287
+    del x131, x287
     x294 = mlp_matrices ** (-1.0)
-    x295 = recompute_moe * x131
+    x295 = recompute_moe * x128
     x296 = recompute_moe_act * (1 - x295)
-    x297 = kv_heads * x34
-    x298 = -frozen_base * x286 + full_recompute * (t_layer_fwd - x130 * x283 * x294) + x131 * (moe_share * t_moe_act * x296 + recompute_mlp * x283 + recompute_moe * x284 + x133 * (t_elem + t_mlp * x294 + t_proj + t_qkv * x30 / (x28 + x297)) + x293)
-    del t_moe_act, x130, x294, x30
+    x297 = kv_heads * x33
+    x298 = -frozen_base * x286 + full_recompute * (t_layer_fwd - x127 * x283 * x294) + x128 * (moe_share * t_moe_act * x296 + recompute_mlp * x283 + recompute_moe * x284 + x130 * (t_elem + t_mlp * x294 + t_proj + t_qkv * x29 / (x27 + x297)) + x293)
+    del t_moe_act, x127, x29, x294
     x299 = 3 * t_core
     x300 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x299
-    x301 = numpy.minimum(numpy.minimum(tokens_mb, x215), 2.0 * hidden)
+    x301 = numpy.minimum(numpy.minimum(tokens_mb, x214), 2.0 * hidden)
     x302 = t_mlp * x22
     del t_mlp, x22
     x303 = t_moe * x19
     del t_moe
     x304 = 3 * t_logits + t_loss
     del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x292) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x283 - 2 * x284 - x292 - x298)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x283 + 3 * x284 + x298 + x300) + x290 + x304 + x66 * (full_recompute * (x285 + x288 + x302 + x303) + x131 * x293 + x300 + 3 * x302 + 3 * x303 + x304 + 3 * numpy.maximum(x121 * x144 * (gemm_half_efficiency_dim + x301) / x301, x139 * (2.0 * x135 + x21 * x76 + x217)))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x121, x139, x144, x21, x283, x284, x285, x288, x292, x293, x298, x300, x301, x302, x303
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x292) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x283 - 2 * x284 - x292 - x298)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x283 + 3 * x284 + x298 + x300) + x290 + x304 + x63 * (full_recompute * (x285 + x288 + x302 + x303) + x128 * x293 + x300 + 3 * x302 + 3 * x303 + x304 + 3 * numpy.maximum(x118 * x141 * (gemm_half_efficiency_dim + x301) / x301, x136 * (2.0 * x132 + x21 * x73 + x216)))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x118, x132, x136, x141, x21, x283, x284, x285, x288, x292, x293, x298, x300, x301, x302, x303
     forward_mb = stage_layers * t_layer_fwd + t_logits + x290
     del x290
-    weight_grad_mb = x91 * (stage_layers * x286 + t_logits)
+    weight_grad_mb = x88 * (stage_layers * x286 + t_logits)
     del t_logits, x286
     compute_s = compute_mb * microbatches
-    x305 = stage_layers + x66
+    x305 = stage_layers + x63
     x306 = 2 * full_recompute
-    x307 = x133 * (2 - sequence_parallel) + x306 + 4
+    x307 = x130 * (2 - sequence_parallel) + x306 + 4
     x308 = tp_intra_ranks - 1
     x309 = 2 * intra_latency_s
-    x310 = numpy.minimum(1, x67)
-    del x67
+    x310 = numpy.minimum(1, x64)
+    del x64
     x311 = tp_intra_ranks ** (-1.0)
     x312 = tp * x311 - 1
     x313 = 2 * inter_latency_s
     x314 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x315 = 2 * bytes_per_element
-    x316 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x317 = x316 / scale_out_bus_efficiency
-    x318 = collective_overhead_s * x310 + x135 * x308 * x311 * x314 * x315 + x217 * x312 * x315 * x317 + x308 * x309 + x312 * x313
-    del x135, x217, x308, x311, x312, x315
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x305 * x307 * x318 * x42) + x305 * x307 * x318 * x42
+    x315 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x316 = x315 / scale_out_bus_efficiency
+    x317 = bytes_per_element * x316
+    x318 = bytes_per_element * x146 * x308 * x311 * x314 + collective_overhead_s * x310 + 2 * x216 * x312 * x317 + x308 * x309 + x312 * x313
+    del x146, x216, x308, x311, x312
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x305 * x307 * x318 * x41) + x305 * x307 * x318 * x41
     del x307, x318
     x319 = 1 - cp_intra
     x320 = cp_intra * intra_latency_s + inter_latency_s * x319
@@ -461,36 +460,36 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x322 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
     x323 = bytes_per_element / (cp_intra * x321 + x319 * x322)
     del x319
-    x324 = x305 * x59 * (3 * cp - 3) * (x141 * x297 * x323 + x320)
-    del x297, x59
+    x324 = x305 * x56 * (3 * cp - 3) * (x138 * x297 * x323 + x320)
+    del x297, x56
     x325 = cp - 1
     x326 = x0 * x323 * x325
     del x323
-    cp_comm_mb = -cp_overlap * numpy.minimum(x324, x299 * x305) + x279 * x305 * x55 * (x137 * x326 + x220 * x326 + 2 * x320 * x325) + x324
-    del x137, x220, x299, x320, x324, x325, x326, x55
-    x327 = x71 * numpy.minimum(etp, tp_intra_ranks)
-    del x71
+    cp_comm_mb = -cp_overlap * numpy.minimum(x324, x299 * x305) + x279 * x305 * x54 * (x134 * x326 + x219 * x326 + 2 * x320 * x325) + x324
+    del x134, x219, x299, x320, x324, x325, x326, x54
+    x327 = x68 * numpy.minimum(etp, tp_intra_ranks)
+    del x68
     x328 = 1 - x327
     x329 = 4 * etp - 4
-    x330 = bytes_per_element * x229
+    x330 = bytes_per_element * x228
     x331 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
     x332 = x331 ** (-1.0)
     x333 = ep * x332 - 1
     x334 = 1 - hierarchical_dispatch
-    x335 = x234 + x235
-    del x234, x235
+    x335 = x233 + x234
+    del x233, x234
     x336 = tokens_mb * x335 / a2a_efficiency_factor
-    x337 = x336 * (hierarchical_dispatch * (-x331 * x68 + 1) + x333 * x334 * x68) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x321 * (1 - deepep_dispatch))
-    del x68
+    x337 = x336 * (hierarchical_dispatch * (-x331 * x65 + 1) + x333 * x334 * x65) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x321 * (1 - deepep_dispatch))
+    del x65
     x338 = 1 - x332
     del x332
-    x339 = x317 * x336 * x338 * x7 * (experts_per_token * x334 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x331 * (1 - x338 ** experts_per_token)))
+    x339 = x336 * x338 * x7 * (experts_per_token * x334 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x331 * (1 - x338 ** experts_per_token)))
     del x334, x336, x338
     x340 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
     x341 = moe_share * x305
     del x305
-    x342 = x341 * (sequence_parallel * (x141 * x329 * x330 / (x321 * x327 + x322 * x328) + x329 * (inter_latency_s * x328 + intra_latency_s * x327)) + (x295 + 2) * (x309 * x333 + x313 * (x331 - 1) + numpy.maximum(bytes_per_element * x339, x330 * x337) + numpy.maximum(x339 * x340, x229 * x337 * x340)))
-    del x141, x229, x327, x328, x329, x330, x331, x333, x337, x339, x340
+    x342 = x341 * (sequence_parallel * (x138 * x329 * x330 / (x321 * x327 + x322 * x328) + x329 * (inter_latency_s * x328 + intra_latency_s * x327)) + (x295 + 2) * (x309 * x333 + x313 * (x331 - 1) + numpy.maximum(x317 * x339, x330 * x337) + numpy.maximum(x228 * x337 * x340, x316 * x339 * x340)))
+    del x138, x228, x317, x327, x328, x329, x330, x331, x333, x337, x339, x340
     x343 = ep_overlap * numpy.minimum(x342, 3 * t_layer_fwd * x341)
     del x341
     ep_comm_mb = comm_sm_fraction * x343 / (1 - comm_sm_fraction) + x342 - x343
@@ -501,7 +500,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x347 = microbatches * vp
     x348 = 1 - pp_intra
     x349 = 1.0 * bytes_per_element
-    x350 = tokens_mb * x215
+    x350 = tokens_mb * x214
     pp_comm_s = x344 * x346 * (2 * pp + 2 * x347 - 2) * (inter_latency_s * x348 + intra_latency_s * pp_intra + x349 * x350 / (pp_intra * x321 + x322 * x348))
     del x321, x322, x348
     x351 = 1 - dp_overlap
@@ -529,8 +528,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x370 = 2.0 * grad_comm_bytes_per_param
     x371 = stage_trainable_expert_params * x370
     x372 = x314 * x371
-    x373 = x317 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x317
+    x373 = x316 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x316
     x374 = x371 * x373
     x375 = stage_trainable_params * x370
     del x370
@@ -585,11 +584,11 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x395, x398
     x412 = x403 + x405
     del x403, x405
-    x413 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x91)
+    x413 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x88)
     x414 = base_weight_bytes_per_param * x278 + bytes_per_element * stage_embedding_params
     del stage_embedding_params, x278
-    x415 = 1.0 * frozen_base * x414 + x349 * (stage_adapter_params + stage_params * x91) - x413
-    del stage_adapter_params, stage_params, x349, x91
+    x415 = 1.0 * frozen_base * x414 + x349 * (stage_adapter_params + stage_params * x88) - x413
+    del stage_adapter_params, stage_params, x349, x88
     x416 = x19 * (x407 * x413 + x408 * x413 + x411) + x364 * (x19 * x411 + x412) + x409 * x415 + x410 * x415 + x412
     del x411, x412, x413, x415
     x417 = 1 / 2 * x352 * (x391 + x392) * (x19 * (x371 * x407 + x371 * x408 + x399) + x364 * (x19 * x399 + x406) + x375 * x409 + x375 * x410 + x406) + zero3 * (x391 * x416 + 2 * x392 * x416)
@@ -605,12 +604,12 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x19, x241
     x422 = numpy.maximum(0, cuda_graphs - x421 - 1)
     x423 = stage_layers * (1 - x422)
-    x424 = host_launch_factor * moe_share * x423 * (expert_overhead_s * x69 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
-    del x69
+    x424 = host_launch_factor * moe_share * x423 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    del x66
     x425 = x420 * x424
     x426 = compute_mb + tp_comm_mb
     x427 = microbatches ** (-1.0)
-    x428 = x426 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x422 * x427 + x42 * x423 * (graph_launch_s * x279 * (-x422 + numpy.minimum(1, cuda_graphs - x421)) + layer_overhead_s * (full_recompute + 3))) + x424 * (1 - x420)) / x426) ** host_overlap_exponent) / host_overlap_exponent)
+    x428 = x426 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x422 * x427 + x41 * x423 * (graph_launch_s * x279 * (-x422 + numpy.minimum(1, cuda_graphs - x421)) + layer_overhead_s * (full_recompute + 3))) + x424 * (1 - x420)) / x426) ** host_overlap_exponent) / host_overlap_exponent)
     del x279, x420, x421, x422, x423, x424
     x429 = x425 + x428
     launch_s = microbatches * x429
@@ -627,8 +626,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x430
     x434 = stage_trainable_expert_params / expert_optimizer_shards
     x435 = stage_trainable_params / optimizer_shards
-    optimizer_s = x138 * (x434 + x435) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x138
+    optimizer_s = x135 * (x434 + x435) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x135
     x436 = microbatches * stage_extra_layers * (compute_mb - x304) * (x433 + 1) / stage_layers
     del compute_mb, x304, x433
     x437 = dp_comm_s + pp_comm_s
@@ -645,10 +644,10 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x443 = tokens_per_s * x440
     x444 = model_flops_per_token * x443
     tflops_per_gpu = 1e-12 * x444
-    mfu = x142 * x444
+    mfu = x139 * x444
     del x444
-    hfu = hardware_flops_per_token * x142 * x443
-    del hardware_flops_per_token, x142, x443
+    hfu = hardware_flops_per_token * x139 * x443
+    del hardware_flops_per_token, x139, x443
     x445 = bytes_per_element * x362 * x391
     del x362, x391
     x446 = expert_weight_shards ** (-1.0)
@@ -666,174 +665,173 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x452 = bytes_per_element * tokens_mb
     x453 = hidden * x335
     x454 = 2 * tokens_mb
-    x455 = tokens_mb * x106
-    x456 = x225 * x455
-    x457 = recompute_mlp * x131
+    x455 = tokens_mb * x103
+    x456 = x224 * x455
+    x457 = recompute_mlp * x128
     x458 = tokens_mb * x453
     x459 = 4 * x458
     x460 = heads + kv_heads
     x461 = kv_heads / heads
-    x462 = x42 * x459
+    x462 = x41 * x459
     x463 = tokens_mb * x253
     del x253
     x464 = tokens_mb * x335
-    x465 = dense_share * x225 * (1 - x457)
-    del x225
+    x465 = dense_share * x224 * (1 - x457)
+    del x224
     x466 = 1 - recompute_norms
-    x467 = micro_batch * x214 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x169) / cp ** 2
-    del x169, x214
-    x468 = x76 * (x34 * x454 * x460 + x467)
-    x469 = linear_input_bytes + x106 - 2
-    del x106
-    x470 = experts_per_token * x464 * (etp * linear_input_bytes * x7 + x469 * x72) + x463 * x469
-    del x469, x7, x72
-    x471 = tokens_mb * x13
-    x472 = linear_input_bytes * x42 * x458 * x466
-    del x42, x458
-    x473 = lora_rank * x452 * (lora_down + lora_k + lora_o + lora_q + lora_v + x83) + x133 * x454 * (hidden * x82 + 2 * sequence_parallel * x215 * x310 + x453 + x76 * (x132 + x28 + x31)) + (1 - x133) * (-dense_share * x456 * x457 - frozen_base * (linear_input_bytes * tokens_mb * x465 * (1 - lora_down) + x472 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x472 * (1 - numpy.minimum(1, x83))) - heads * recompute_mla_up_proj * x27 * x454 * x76 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x335 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x76 * (linear_key_heads * x154 + 68.0 * linear_value_heads + 5 * x43) - x468) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x76 * (5 * x50 + x52) + 2 * micro_batch * seq_len * x0 * x76 * (-x13 * (x461 + 1) + x34 * x460) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x33) - mlp_free_layers * x3 * x456 - moe_share * x295 * x470 + moe_share * (-x456 + x470) - moe_share * (linear_input_bytes * x296 + x250 * (2 - x260)) * (x254 * x464 + x463) - recompute_norms * x462 - x41 * x459 - x468 * x56 + x76 * (ffn * x455 + hidden * tokens_mb * (4 * x461 + 2) + x467 + x471) - (1 - 1 / 2 * linear_input_bytes) * (x454 * x465 + x462 * x466))
-    del dense_share, moe_share, x0, x13, x132, x133, x154, x215, x250, x254, x260, x27, x28, x295, x296, x3, x31, x310, x33, x335, x34, x41, x43, x453, x454, x455, x456, x457, x459, x460, x461, x462, x463, x464, x465, x466, x467, x468, x470, x472, x50, x52, x56, x82, x83
-    x474 = x251 * x471
-    del x251, x471
-    x475 = offloaded_activation_vectors * x474
-    x476 = tokens_mb * x252 * x306 + x131 * (x451 * numpy.maximum(x474, x475) + x473 * (1 - x451))
-    del x131, x252, x306, x474
-    x477 = loss_logit_chunks ** (-1.0)
-    x478 = loss_extra_bytes_per_logit * tokens_mb * x255 * x477 + 4 * x350 * (vocab * x146 * x477 + 1)
-    del x146, x255, x350, x477
-    x479 = stage_layers * x431 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x344 * numpy.minimum(x347, pp * vp + x345 * numpy.minimum(1, vp - 1)))
+    x467 = linear_input_bytes + x103 - 2
+    del x103
+    x468 = experts_per_token * x464 * (etp * linear_input_bytes * x7 + x467 * x69) + x463 * x467
+    del x467, x69, x7
+    x469 = micro_batch * x213 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x168) / cp ** 2
+    del x168, x213
+    x470 = tokens_mb * x13
+    x471 = linear_input_bytes * x41 * x458 * x466
+    del x41, x458
+    x472 = lora_rank * x452 * (lora_down + lora_k + lora_o + lora_q + lora_v + x80) + x130 * x454 * (hidden * x79 + 2 * sequence_parallel * x214 * x310 + x453 + x73 * (x129 + x27 + x30)) + (1 - x130) * (-dense_share * x456 * x457 - frozen_base * (linear_input_bytes * tokens_mb * x465 * (1 - lora_down) + x471 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x471 * (1 - numpy.minimum(1, x80))) - heads * recompute_mla_up_proj * x26 * x454 * x73 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x335 * (2 * dropout_masks + 8) + 2 * linear_attention_layers * micro_batch * seq_len * x0 * x3 * x73 * (linear_key_heads * x152 + 68.0 * linear_value_heads + 5 * x42) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x73 * (5 * x49 + x51) + 2 * micro_batch * seq_len * x0 * x73 * (-x13 * (x461 + 1) + x33 * x460) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x32) - mlp_free_layers * x3 * x456 - moe_share * x295 * x468 + moe_share * (-x456 + x468) - moe_share * (linear_input_bytes * x296 + x250 * (2 - x260)) * (x254 * x464 + x463) - recompute_norms * x462 - x40 * x459 - x73 * (x163 + 1) * (x33 * x454 * x460 + x469) + x73 * (ffn * x455 + hidden * tokens_mb * (4 * x461 + 2) + x469 + x470) - (1 - 1 / 2 * linear_input_bytes) * (x454 * x465 + x462 * x466))
+    del dense_share, moe_share, x0, x129, x13, x130, x152, x163, x214, x250, x254, x26, x260, x27, x295, x296, x3, x30, x310, x32, x33, x335, x40, x42, x453, x454, x455, x456, x457, x459, x460, x461, x462, x463, x464, x465, x466, x468, x469, x471, x49, x51, x79, x80
+    x473 = x251 * x470
+    del x251, x470
+    x474 = offloaded_activation_vectors * x473
+    x475 = tokens_mb * x252 * x306 + x128 * (x451 * numpy.maximum(x473, x474) + x472 * (1 - x451))
+    del x128, x252, x306, x473
+    x476 = loss_logit_chunks ** (-1.0)
+    x477 = loss_extra_bytes_per_logit * tokens_mb * x255 * x476 + 4 * x350 * (vocab * x143 * x476 + 1)
+    del x143, x255, x350, x476
+    x478 = stage_layers * x431 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x344 * numpy.minimum(x347, pp * vp + x345 * numpy.minimum(1, vp - 1)))
     del microbatches, x344, x345, x347, x431
-    activation_bytes = linear_value_heads * x155 * x452 * x76 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x219 * numpy.minimum(1, mamba_layers) + x473 * (full_recompute + x451) + x476 * x479 + x478 + x66 * (x476 + x478) - numpy.where(numpy.greater(x479, 2), x479 - 2, 0.0) * numpy.minimum(x475, x476)
-    del tokens_mb, x155, x219, x451, x452, x473, x475, x476, x478, x479, x66, x76
+    activation_bytes = linear_value_heads * x153 * x452 * x73 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x218 * numpy.minimum(1, mamba_layers) + x472 * (full_recompute + x451) + x475 * x478 + x477 + x63 * (x475 + x477) - numpy.where(numpy.greater(x478, 2), x478 - 2, 0.0) * numpy.minimum(x474, x475)
+    del tokens_mb, x153, x218, x451, x452, x472, x474, x475, x477, x478, x63, x73
     memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x445 + x449 + x450
     del x445, x449, x450
-    x480 = nodes / (rack_mtbf_s * rack_nodes)
-    x481 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x482 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x483 = x480 + x481 + x482
-    system_mtbf_s = x483 ** (-1.0)
-    x484 = node_repair_s * x480
-    x485 = numpy.exp(-x484)
-    x486 = node_repair_s * x481
-    x487 = -spare_nodes
-    x488 = rack_nodes + x487
-    x489 = x484 * x485
-    del x484
-    x490 = 2 * rack_nodes + x487
-    x491 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x485 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x492 = 3 * rack_nodes + x487
-    x493 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x485 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x494 = 4 * rack_nodes + x487
-    x495 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x485 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x496 = 5 * rack_nodes + x487
-    x497 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x485 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x498 = 6 * rack_nodes + x487
-    x499 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x485 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x500 = 7 * rack_nodes + x487
-    x501 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x485 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x502 = 8 * rack_nodes + x487
-    x503 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x485 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x504 = 9 * rack_nodes + x487
-    x505 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x485 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x506 = 10 * rack_nodes + x487
-    x507 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x485 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x508 = 11 * rack_nodes + x487
-    x509 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x485 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x480 * (x485 * poisson_cdf(-x488, x486) + x489 * poisson_cdf(-x490, x486) + x491 * poisson_cdf(-x492, x486) + x493 * poisson_cdf(-x494, x486) + x495 * poisson_cdf(-x496, x486) + x497 * poisson_cdf(-x498, x486) + x499 * poisson_cdf(-x500, x486) + x501 * poisson_cdf(-x502, x486) + x503 * poisson_cdf(-x504, x486) + x505 * poisson_cdf(-x506, x486) + x507 * poisson_cdf(-x508, x486) + x509 * poisson_cdf(-12 * rack_nodes - x487, x486)) + x481 * (x485 * poisson_cdf(spare_nodes - 1, x486) + x489 * poisson_cdf(-x488 - 1, x486) + x491 * poisson_cdf(-x490 - 1, x486) + x493 * poisson_cdf(-x492 - 1, x486) + x495 * poisson_cdf(-x494 - 1, x486) + x497 * poisson_cdf(-x496 - 1, x486) + x499 * poisson_cdf(-x498 - 1, x486) + x501 * poisson_cdf(-x500 - 1, x486) + x503 * poisson_cdf(-x502 - 1, x486) + x505 * poisson_cdf(-x504 - 1, x486) + x507 * poisson_cdf(-x506 - 1, x486) + x509 * poisson_cdf(-x508 - 1, x486)) + x482)
-    del x480, x481, x482, x485, x486, x487, x488, x489, x490, x491, x492, x493, x494, x495, x496, x497, x498, x499, x500, x501, x502, x503, x504, x505, x506, x507, x508, x509
-    x510 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x511 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x483 * (x510 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x483 * (-manual_restart_s + x510 - x511))) + x510 - x511
-    del x483, x510, x511
+    x479 = nodes / (rack_mtbf_s * rack_nodes)
+    x480 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x481 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x482 = x479 + x480 + x481
+    system_mtbf_s = x482 ** (-1.0)
+    x483 = node_repair_s * x479
+    x484 = numpy.exp(-x483)
+    x485 = node_repair_s * x480
+    x486 = -spare_nodes
+    x487 = rack_nodes + x486
+    x488 = x483 * x484
+    del x483
+    x489 = 2 * rack_nodes + x486
+    x490 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x484 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x491 = 3 * rack_nodes + x486
+    x492 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x484 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x493 = 4 * rack_nodes + x486
+    x494 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x484 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x495 = 5 * rack_nodes + x486
+    x496 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x484 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x497 = 6 * rack_nodes + x486
+    x498 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x484 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x499 = 7 * rack_nodes + x486
+    x500 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x484 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x501 = 8 * rack_nodes + x486
+    x502 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x484 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x503 = 9 * rack_nodes + x486
+    x504 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x484 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x505 = 10 * rack_nodes + x486
+    x506 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x484 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x507 = 11 * rack_nodes + x486
+    x508 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x484 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x479 * (x484 * poisson_cdf(-x487, x485) + x488 * poisson_cdf(-x489, x485) + x490 * poisson_cdf(-x491, x485) + x492 * poisson_cdf(-x493, x485) + x494 * poisson_cdf(-x495, x485) + x496 * poisson_cdf(-x497, x485) + x498 * poisson_cdf(-x499, x485) + x500 * poisson_cdf(-x501, x485) + x502 * poisson_cdf(-x503, x485) + x504 * poisson_cdf(-x505, x485) + x506 * poisson_cdf(-x507, x485) + x508 * poisson_cdf(-12 * rack_nodes - x486, x485)) + x480 * (x484 * poisson_cdf(spare_nodes - 1, x485) + x488 * poisson_cdf(-x487 - 1, x485) + x490 * poisson_cdf(-x489 - 1, x485) + x492 * poisson_cdf(-x491 - 1, x485) + x494 * poisson_cdf(-x493 - 1, x485) + x496 * poisson_cdf(-x495 - 1, x485) + x498 * poisson_cdf(-x497 - 1, x485) + x500 * poisson_cdf(-x499 - 1, x485) + x502 * poisson_cdf(-x501 - 1, x485) + x504 * poisson_cdf(-x503 - 1, x485) + x506 * poisson_cdf(-x505 - 1, x485) + x508 * poisson_cdf(-x507 - 1, x485)) + x481)
+    del x479, x480, x481, x484, x485, x486, x487, x488, x489, x490, x491, x492, x493, x494, x495, x496, x497, x498, x499, x500, x501, x502, x503, x504, x505, x506, x507, x508
+    x509 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x510 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x482 * (x509 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x482 * (-manual_restart_s + x509 - x510))) + x509 - x510
+    del x482, x509, x510
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x512 = checkpoint_bytes * x440
-    x513 = x291 * x512
-    x514 = ckpt_async * x513
-    x515 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x516 = ckpt_sync * x515
-    x517 = x316 * x512
-    del x316, x512
-    x518 = ckpt_in_memory * (x513 + x517)
-    del x513
-    x519 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x520 = grad_bytes_per_param * trainable_params * x440
+    x511 = checkpoint_bytes * x440
+    x512 = x291 * x511
+    x513 = ckpt_async * x512
+    x514 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x515 = ckpt_sync * x514
+    x516 = x315 * x511
+    del x315, x511
+    x517 = ckpt_in_memory * (x512 + x516)
+    del x512
+    x518 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x519 = grad_bytes_per_param * trainable_params * x440
     del x440
-    x521 = optimizer_s - step_time_s
-    x522 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x291 * x520 / (1 - (1 - numpy.minimum(1, x519)) ** gockpt_steps) + x521)
+    x520 = optimizer_s - step_time_s
+    x521 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x291 * x519 / (1 - (1 - numpy.minimum(1, x518)) ** gockpt_steps) + x520)
     del x291
-    checkpoint_stall_s = x514 + x516 + x518 + x522
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x514 + 2 * x516 + 2 * x518 + 2 * x522))
-    x523 = ckpt_async * x515
-    x524 = system_mtbf_s ** (-1.0)
-    x525 = checkpoint_stall_s * x524
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x520 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x521))) / numpy.log(1 - numpy.minimum(0.999999999999, x519))))) - 1) + 1
-    del x519, x520, x521
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x515) + x523), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x514 + 1 / 2 * x516 + 1 / 2 * x518 + 1 / 2 * x522), -checkpoint_stall_s + young_interval_s * (1 / 6 * x242 * numpy.sqrt(x525) + 1 / 18 * x525 + 1), system_mtbf_s)))
-    del x242, x514, x516, x518, x522
-    commit_latency_s = ckpt_gockpt * (step_time_s + x515) + x523
-    del x515, x523
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x517 + failure_restart_s
-    del failure_restart_s, x517
-    x526 = seq_len / critical_batch_tokens
-    steps = tokens * x103 * (global_batch * x526 + 1) / (global_batch * token_efficiency * (reference_batch * x526 + 1))
-    del x103, x526
+    checkpoint_stall_s = x513 + x515 + x517 + x521
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x513 + 2 * x515 + 2 * x517 + 2 * x521))
+    x522 = ckpt_async * x514
+    x523 = system_mtbf_s ** (-1.0)
+    x524 = checkpoint_stall_s * x523
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x519 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x520))) / numpy.log(1 - numpy.minimum(0.999999999999, x518))))) - 1) + 1
+    del x518, x519, x520
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x514) + x522), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x513 + 1 / 2 * x515 + 1 / 2 * x517 + 1 / 2 * x521), -checkpoint_stall_s + young_interval_s * (1 / 6 * x242 * numpy.sqrt(x524) + 1 / 18 * x524 + 1), system_mtbf_s)))
+    del x242, x513, x515, x517, x521
+    commit_latency_s = ckpt_gockpt * (step_time_s + x514) + x522
+    del x514, x522
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x516 + failure_restart_s
+    del failure_restart_s, x516
+    x525 = seq_len / critical_batch_tokens
+    steps = tokens * x100 * (global_batch * x525 + 1) / (global_batch * token_efficiency * (reference_batch * x525 + 1))
+    del x100, x525
     solve_time_s = step_time_s * steps
-    x527 = numpy.exp(commit_latency_s * x524)
-    x528 = numpy.exp(x524 * (checkpoint_interval_s + checkpoint_stall_s))
-    x529 = solve_time_s * x527 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x527 + x529 * (x528 - 1) - 1) * numpy.exp(restart_s * x524)
-    del x527
-    failure_stepping_s = system_mtbf_s * x529 * (x528 - numpy.exp(x525))
-    del x525, x528, x529
+    x526 = numpy.exp(commit_latency_s * x523)
+    x527 = numpy.exp(x523 * (checkpoint_interval_s + checkpoint_stall_s))
+    x528 = solve_time_s * x526 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x526 + x528 * (x527 - 1) - 1) * numpy.exp(restart_s * x523)
+    del x526
+    failure_stepping_s = system_mtbf_s * x528 * (x527 - numpy.exp(x524))
+    del x524, x527, x528
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x530 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x530)
-    x531 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x531 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x531
-    del x531
-    expected_failures = failure_wall_s * x524
-    del x524
+    x529 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x529)
+    x530 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x530 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x530
+    del x530
+    expected_failures = failure_wall_s * x523
+    del x523
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x530
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x529
     del failure_stepping_s
-    x532 = -wall_time_s
+    x531 = -wall_time_s
     gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x442 * (cp_comm_s + ep_comm_s + tp_comm_s + x437) + compute_power_fraction * compute_s * x442)
     del x437, x442
-    x533 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x532)
+    x532 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x531)
     del stepping_s
-    energy_gpu_j = gpus * x533
-    x534 = network_power_per_node_w + node_overhead_power_w
-    x535 = nodes * x534
+    energy_gpu_j = gpus * x532
+    x533 = network_power_per_node_w + node_overhead_power_w
+    x534 = nodes * x533
     del nodes
-    x536 = spare_nodes * (gpus_per_node * idle_power_w + x534) + x535
-    del x534
-    energy_it_j = energy_gpu_j + wall_time_s * x536
-    energy_facility_j = energy_it_j * pue
-    x537 = eval_time_s + rollbacks * x530
-    del x530
-    x538 = pue * (gpu_step_power_w * gpus + x535)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x535) * (-failure_wall_s - x532 - x537) - solve_time_s * x538 - x537 * x538
-    del failure_wall_s, x535, x537, x538
-    x539 = wall_time_s ** (-1.0)
-    gpu_power_w = x533 * x539
+    x535 = spare_nodes * (gpus_per_node * idle_power_w + x533) + x534
     del x533
-    avg_power_w = energy_facility_j * x539
-    del x539
-    peak_power_w = pue * (gpus * max_power_w + x536)
-    del x536
-    x540 = gpus + gpus_per_node * spare_nodes
-    x541 = 0.000277777777777778 * x540
-    gpu_hours = wall_time_s * x541
-    cost_cloud_usd = price_usd_per_gpu_hour * x541 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x532), wall_time_s)
-    del x532, x541
-    x542 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x542 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x540)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x535
+    energy_facility_j = energy_it_j * pue
+    x536 = eval_time_s + rollbacks * x529
+    del x529
+    x537 = pue * (gpu_step_power_w * gpus + x534)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x534) * (-failure_wall_s - x531 - x536) - solve_time_s * x537 - x536 * x537
+    del failure_wall_s, x534, x536, x537
+    x538 = wall_time_s ** (-1.0)
+    gpu_power_w = x532 * x538
+    del x532
+    avg_power_w = energy_facility_j * x538
+    del x538
+    peak_power_w = pue * (gpus * max_power_w + x535)
+    del x535
+    x539 = gpus + gpus_per_node * spare_nodes
+    x540 = 0.000277777777777778 * x539
+    gpu_hours = wall_time_s * x540
+    cost_cloud_usd = price_usd_per_gpu_hour * x540 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x531), wall_time_s)
+    del x531, x540
+    x541 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x541 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x539)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x540 * x542
-    del x540, x542
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x539 * x541
+    del x539, x541
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -85,13 +85,19 @@ def _mamba_share(x: dict):
     return x["mamba_layers"] / x["layers"]
 
 
-def _softmax_share(x: dict):
-    """Share of the layers whose token mixer is softmax attention (full or windowed): not
-    linear attention, not Mamba-2 and not a hybrid model's MLP-only block."""
-    return 1 - _linear_share(x) - _mamba_share(x) - x["mixer_free_layers"] / x["layers"]
+def softmax_attention_layers(x: dict):
+    """Layers whose token mixer is softmax attention (full or windowed, the layers with a KV
+    cache): not linear attention, not Mamba-2 and not a hybrid model's MLP-only block."""
+    return x["layers"] - x["linear_attention_layers"] - x["mamba_layers"] \
+        - x["mixer_free_layers"]
 
 
-def _block_share(x: dict):
+def softmax_share(x: dict):
+    """Share of the layers whose token mixer is softmax attention."""
+    return softmax_attention_layers(x) / x["layers"]
+
+
+def block_share(x: dict):
     """The average layer's share of a transformer layer's two blocks (a norm, the TP
     collectives around it): 1, less half a layer for each block of a hybrid model that
     holds only a mixer or only an MLP (Megatron-Core's hybrid layers, one norm each)."""
@@ -133,7 +139,7 @@ def _mixer_params(x: dict):
     """Weights of the average layer's token mixer: softmax attention, Gated DeltaNet on the
     linear-attention share of the layers, Mamba-2 on the Mamba share, none on a hybrid
     model's MLP-only layers."""
-    return _softmax_share(x) * _attention_params(x) \
+    return softmax_share(x) * _attention_params(x) \
         + _linear_share(x) * _linear_mixer_params(x) + _mamba_share(x) * _mamba_params(x)
 
 
@@ -159,7 +165,7 @@ def param_counts(x: dict) -> dict:
     ``params``; their embedding and output head are shared).
     """
     h, layers, moe_layers = x["hidden"], x["layers"], x["moe_layers"]
-    layer_common = _mixer_params(x) + _block_share(x) * compute.norm_params(h)
+    layer_common = _mixer_params(x) + block_share(x) * compute.norm_params(h)
     block_common = _attention_params(x) + compute.norm_params(h)  # an MTP module's block
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
     counts = {}
@@ -184,7 +190,7 @@ def param_counts(x: dict) -> dict:
 def parameters(x: dict, r: dict) -> dict:
     """Parameters of the model, those a token uses, and those of one rank's stage."""
     h = x["hidden"]
-    layer_common = _mixer_params(x) + _block_share(x) * compute.norm_params(h)
+    layer_common = _mixer_params(x) + block_share(x) * compute.norm_params(h)
     block_common = _attention_params(x) + compute.norm_params(h)  # an MTP module's block
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
     # routed experts split over ETP x EP (parallel folding); shared experts and the router
@@ -471,7 +477,7 @@ def _softmax_core_times(x: dict, t) -> tuple:
     efficiency = _core_efficiency(x, t, unfused, padding, full_keys)
     # windowed layers attend to fewer keys when the fused kernel skips the masked blocks,
     # else they run the unfused path over all s; the linear-attention share runs no core
-    softmax = _softmax_share(x)
+    softmax = softmax_share(x)
     windowed = x["window_layers"] / x["layers"]
     window_unfused = 1 - (1 - unfused) * x["fused_window_attention"]
     core_full = _core_flops(x, full_keys)
@@ -546,7 +552,7 @@ def attention_times(x: dict, r: dict) -> dict:
         x, t, mamba, x["mamba_head_dim"], _ssd_core_flops(x),
         compute.ssd_bytes(t, x["mamba_heads"], x["mamba_head_dim"], x["mamba_state_dim"],
                           x["mamba_groups"], compute.SSD_CHUNK, tp, x["bytes_per_element"]))
-    softmax = _softmax_share(x)
+    softmax = softmax_share(x)
     return {
         "t_qkv": softmax * _gemm(x, t, qkv, h, minimum(minimum(t, h), qkv))
         + share * _gemm(x, t, linear_in, h, minimum(minimum(t, h), linear_in))
@@ -598,7 +604,7 @@ def mlp_times(x: dict, r: dict) -> dict:
     moe_width = tp * (copies / t * expert_ffn + x["shared_experts"] * moe_ffn)
     # (a hybrid model's one-part blocks: one norm and residual each, half a layer's)
     elementwise = t * compute.elementwise_bytes_per_token(
-        _block_share(x) * h, r["dense_share"] * x["ffn"] + share * moe_width, tp,
+        block_share(x) * h, r["dense_share"] * x["ffn"] + share * moe_width, tp,
         x["sequence_parallel"],
         x["bytes_per_element"]) * x["elementwise_traffic_factor"]
     dim = _expert_dim(x)
@@ -863,7 +869,7 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     layers, share = x["stage_layers"] + _mtp_on_fullest_stage(x), r["moe_share"]
     # TP: hierarchical when the group spans scale-up domains (one ring per NIC across)
     tp_in = x["tp_intra_ranks"]
-    tp_layer = _block_share(x) * (communication.tp_collectives_per_layer(x["full_recompute"])
+    tp_layer = block_share(x) * (communication.tp_collectives_per_layer(x["full_recompute"])
                 + communication.tp_recomputed_collectives_per_layer(
                     _op_sac(x, r), x["sequence_parallel"])) * (
         communication.hierarchical_allreduce_time(
@@ -872,7 +878,7 @@ def microbatch_communication(x: dict, r: dict) -> dict:
         + communication.collective_overhead_time(x["collective_overhead_s"], tp))
     # CP: ring exchange of K/V chunks, hidden behind the attention core (fwd + bwd), in the
     # softmax-attention layers (the linear-attention layers' state hand-off is not costed)
-    cp_layer = _softmax_share(x) * communication.ring_attention_comm_time(
+    cp_layer = softmax_share(x) * communication.ring_attention_comm_time(
         communication.kv_chunk_head_bytes(t, x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
                                           elem), x["cp"],
         *_group_link(x, x["cp_intra"]))
@@ -1105,7 +1111,7 @@ def _exposed_launch_time(x: dict, r: dict, device_mb):
     scope = compute.capturable_graph_scope(x["cuda_graphs"], _is_moe(x) * (1 - x["token_drop"]))
     whole = maximum(scope - 1, 0)
     host_mb = x["host_launch_factor"] * compute.graphed_host_launch_time(
-        _block_share(x) * x["stage_layers"], x["layer_overhead_s"], x["graph_launch_s"],
+        block_share(x) * x["stage_layers"], x["layer_overhead_s"], x["graph_launch_s"],
         x["full_recompute"], scope, r["microbatches"]) + (1 - whole) * (1 - sync) * moe_host_mb
     exposed = compute.host_bound_excess_time(device_mb, host_mb, x["host_overlap_exponent"])
     return exposed + (1 - whole) * sync * moe_host_mb
@@ -1193,30 +1199,26 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
             s, b, h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"],
             x["q_lora_rank"], x["kv_lora_rank"], x["qk_rope_head_dim"], tp) \
         + r["moe_share"] * moe_mlp - mla_recomputed \
-        + _linear_share(x) * (
-            memory.gated_deltanet_activation_bytes(
-                s, b, x["linear_key_heads"], x["linear_value_heads"], x["linear_head_dim"],
-                compute.GATED_DELTA_CHUNK, tp)
-            - memory.softmax_attention_activation_bytes(
-                s, b, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
-                _scores_stored(x), x["dropout_masks"])) \
+        + _linear_share(x) * memory.gated_deltanet_activation_bytes(
+            s, b, x["linear_key_heads"], x["linear_value_heads"], x["linear_head_dim"],
+            compute.GATED_DELTA_CHUNK, tp) \
         + _mamba_share(x) * memory.mamba2_activation_bytes(
             s, b, x["mamba_heads"], x["mamba_head_dim"], x["mamba_state_dim"],
             x["mamba_groups"], tp)
-    # a hybrid model's one-part layers: no attention tensors in the Mamba and MLP-only
-    # layers, no MLP tensors in the mixer-only ones, one norm each (its input and output)
+    # the softmax-attention tensors only in the softmax-attention layers (not in the linear-
+    # attention, Mamba and MLP-only ones); in a hybrid model's one-part layers no MLP
+    # tensors in the mixer-only ones, one norm each (its input and output)
     one_part = (x["mixer_free_layers"] + x["mlp_free_layers"]) / x["layers"]
-    layer_act = layer_act - (_mamba_share(x) + x["mixer_free_layers"] / x["layers"]) \
-        * memory.softmax_attention_activation_bytes(
-            s, b, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
-            _scores_stored(x), x["dropout_masks"]) \
+    layer_act = layer_act - (1 - softmax_share(x)) * memory.softmax_attention_activation_bytes(
+        s, b, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
+        _scores_stored(x), x["dropout_masks"]) \
         - x["mlp_free_layers"] / x["layers"] * memory.mlp_activation_bytes(
             s, b, x["ffn"], x["mlp_matrices"], tp) \
         - one_part * memory.norm_output_activation_bytes(s, b, h, tp, x["sequence_parallel"])
     # the two norm outputs (QKV and MLP inputs) and a dense MLP's down-projection input are
     # GEMM inputs: kept at linear_input_bytes (FP8 recipes: 1), or not at all when the norms
     # are recomputed (DeepSeek-V3 s3.2.3)
-    norms = _block_share(x) * memory.norm_output_activation_bytes(s, b, h, tp,
+    norms = block_share(x) * memory.norm_output_activation_bytes(s, b, h, tp,
                                                                   x["sequence_parallel"])
     # the experts' activation function: its input kept in FP8, its output recomputed
     # (DeepSeek-V3 s3.3.3; Megatron-Core's recompute module moe_act)

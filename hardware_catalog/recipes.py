@@ -2,8 +2,8 @@
 
 A recipe is what a user names with ``--precision`` (``fp8``, ``mxfp8``, ``nvfp4``, ``int8``
 ...): the precision whose peak its low-precision GEMMs run at, the share of the linear
-layers' GEMM FLOPs that run there (the rest stay BF16: NVFP4 keeps ~15 % of the linear
-layers in BF16, arXiv:2509.25149), the bytes per element of the GEMM inputs it caches for
+layers' GEMM FLOPs that run there (the rest stay BF16: NVIDIA's NVFP4 accuracy recipe,
+``nvfp4-bf16-tail``, keeps the final ~15 % of the layers in BF16, arXiv:2509.25149), the bytes per element of the GEMM inputs it caches for
 the backward pass, the rate of its low-precision GEMMs relative to the per-tensor-scaled
 path (row-wise scales run slower kernels, torchao's published benchmarks), and what a part
 (and stack) must have to run it. Each row carries its

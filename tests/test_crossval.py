@@ -366,7 +366,7 @@ def test_independent_runs_load_every_row_with_its_reason():
         "The absolute throughput is a floor").all()
     nvfp4_page = cases[cases.case_id.str.startswith("tt-nvfp4doc-")]
     assert (nvfp4_page.hardware == "gb200").all() and set(nvfp4_page.precision) == {
-        "bf16", "mxfp8", "nvfp4"}
+        "bf16", "mxfp8", "nvfp4-bf16-tail"}
     assert v.predictable(cases).sum() == 81
     jax = cases[cases.case_id == "jaxtoolbox-l2-7b-bf16-h100-8"].iloc[0]
     assert (jax.stack, jax.zero, jax.recompute_norms) == ("maxtext-xla", 3, 1)

@@ -54,8 +54,12 @@ def test_recipes_are_the_precision_choices():
         assert r.gemm_precision in GEMM_PRECISIONS
         assert 0 < r.low_precision_share <= 1 and r.cached_input_bytes in (1, 2)
         assert len(r.source) > 40 and r.as_of <= date(2026, 11, 29)
-    # NVFP4 recipe: ~15 % of the linear layers in BF16 (arXiv:2509.25149 s4)
-    assert recipes["nvfp4"].low_precision_share == recipes["fp4"].low_precision_share == 0.85
+    # the frameworks' NVFP4 recipe converts every layer (Transformer Engine, Megatron-Bridge
+    # 25.11 bf16_with_nvfp4_mixed); NVIDIA's accuracy recipe keeps ~15 % of the linear
+    # layers, the final blocks, in BF16 (arXiv:2509.25149 s4)
+    assert recipes["nvfp4"].low_precision_share == recipes["fp4"].low_precision_share == 1.0
+    assert recipes["nvfp4-bf16-tail"].low_precision_share == 0.85
+    assert recipes["nvfp4-bf16-tail"].gemm_precision == recipes["nvfp4"].gemm_precision
     assert recipes["fp8"].low_precision_share == recipes["mxfp8"].low_precision_share == 1.0
     assert recipes["int8"].stack_flag == "int8_training"
 
@@ -513,11 +517,14 @@ def test_torchtitans_partial_nvfp4_split_is_the_nvfp4_recipes_share(cat):
     """torchtitan's NVFP4 page keeps layers 27-31 of Llama 3 8B's 32 and the output head
     in BF16: 27/32 = 84.4 % of the layers' linear GEMM FLOPs in NVFP4, within one point of
     the NVIDIA recipe's ~85 % (arXiv:2509.25149 s4: ~15 % of the linear layers, the final
-    blocks, in BF16; head in BF16), so the row is the ``nvfp4`` recipe, predicted on the
-    4 GB200 the commit that added the page names (pytorch/torchtitan@bcc09297a)."""
+    blocks, in BF16; head in BF16), so the row is the ``nvfp4-bf16-tail`` recipe, not the
+    frameworks' all-layer ``nvfp4``, predicted on the 4 GB200 the commit that added the
+    page names (pytorch/torchtitan@bcc09297a)."""
     row = _nvfp4doc_rows().loc["tt-nvfp4doc-l3-8b-nvfp4-4"]
-    assert row.precision == "nvfp4" and row.layers == cat.model("llama3-8b").layers == 32
-    assert load_recipes()["nvfp4"].low_precision_share == pytest.approx(27 / 32, abs=0.01)
+    assert row.precision == "nvfp4-bf16-tail"
+    assert row.layers == cat.model("llama3-8b").layers == 32
+    assert load_recipes()["nvfp4-bf16-tail"].low_precision_share == pytest.approx(
+        27 / 32, abs=0.01)
     assert row.unexpressible == "" and row.excluded == "" and row.hardware == "gb200"
     assert "4x NVIDIA GB200" in row.source
 
@@ -549,14 +556,15 @@ def test_mxfp8_row_is_the_recipe_blackwells_fp8_efficiency_is_fitted_on(cat):
 
 def test_recipes_cast_bytes_and_keep_the_attention_core_at_bf16(cat):
     x = {p: base_inputs(cat, RunChoices(model="llama3-8b", hardware="b200", precision=p))
-         for p in ("bf16", "fp8", "fp8-rowwise", "mxfp8", "nvfp4")}
+         for p in ("bf16", "fp8", "fp8-rowwise", "mxfp8", "nvfp4", "nvfp4-bf16-tail")}
     # a 2-byte read, then the quantised copy and its transpose; two passes for row- and
-    # block-wise scales; the FP4 recipe's BF16 share casts nothing
+    # block-wise scales; the BF16 layers of the FP4 accuracy recipe cast nothing
     assert x["bf16"]["cast_bytes_per_element"] == 0
     assert x["fp8"]["cast_bytes_per_element"] == pytest.approx(4.0)
     assert x["fp8-rowwise"]["cast_bytes_per_element"] == pytest.approx(6.0)
     assert x["mxfp8"]["cast_bytes_per_element"] == pytest.approx(6.0)
-    assert x["nvfp4"]["cast_bytes_per_element"] == pytest.approx(0.85 * (4 + 2 * 1.0))
+    assert x["nvfp4"]["cast_bytes_per_element"] == pytest.approx(4 + 2 * 1.0)
+    assert x["nvfp4-bf16-tail"]["cast_bytes_per_element"] == pytest.approx(0.85 * (4 + 2 * 1.0))
     # the attention core runs at BF16's peak and BF16's large-GEMM efficiency
     for p in ("fp8", "fp8-rowwise", "mxfp8", "nvfp4"):
         assert x[p]["attention_peak_flops_per_s"] == x["bf16"]["attention_peak_flops_per_s"]

@@ -215,27 +215,32 @@ def test_plan_takes_a_network(capsys):
 # ---- FP4 (NVFP4 / MXFP4) on Blackwell Ultra and MI355X ------------------------------------------
 
 def test_fp4_precision(cat, capsys):
-    """--precision fp4 runs 85 % of the linear layers' GEMM FLOPs at the FP4 peak and the rest
-    in BF16 (NVFP4 pretraining recipe, arXiv:2509.25149 s4: ~15 % of the linear layers stay
-    BF16); the efficiency falls back to the fp8 value where the accelerator has no fp4 one;
-    weights, gradients and optimizer state keep their bytes, the BF16 layers cache 2-byte
-    inputs."""
+    """--precision fp4 runs every linear layer's GEMM FLOPs at the FP4 peak, as Transformer
+    Engine and Megatron-Bridge's NVFP4 recipe do; nvfp4-bf16-tail, NVIDIA's accuracy recipe
+    (arXiv:2509.25149 s4), runs 85 % there and the rest in BF16, each share at its own peak
+    and efficiency; the efficiency falls back to the fp8 value where the accelerator has no
+    fp4 one; weights, gradients and optimizer state keep their bytes, the BF16 layers cache
+    2-byte inputs."""
     gb300 = cat.accelerator("gb300")
     assert gb300.gemm_max_efficiency_fp4 is None
     assert gemm_efficiency(gb300, "fp4") == gemm_efficiency(gb300, "fp8")
     x = base_inputs(cat, RunChoices(model="llama3-70b", hardware="gb300", precision="fp4"))
     fp4, bf16 = gb300.peak_fp4_flops_per_s.value, gb300.peak_bf16_flops_per_s.value
     e4, e16 = gemm_efficiency(gb300, "fp4"), gemm_efficiency(gb300, "bf16")
-    assert x["peak_flops_per_s"] == pytest.approx(1 / (0.85 / fp4 + 0.15 * e4 / (bf16 * e16)),
-                                                  rel=1e-12)
-    assert bf16 < x["peak_flops_per_s"] < fp4
-    assert x["linear_input_bytes"] == pytest.approx(0.85 * 1 + 0.15 * 2, rel=1e-12)
+    assert x["peak_flops_per_s"] == fp4 and x["linear_input_bytes"] == 1.0
+    tail = base_inputs(cat, RunChoices(model="llama3-70b", hardware="gb300",
+                                       precision="nvfp4-bf16-tail"))
+    assert tail["peak_flops_per_s"] == pytest.approx(
+        1 / (0.85 / fp4 + 0.15 * e4 / (bf16 * e16)), rel=1e-12)
+    assert bf16 < tail["peak_flops_per_s"] < fp4
+    assert tail["linear_input_bytes"] == pytest.approx(0.85 * 1 + 0.15 * 2, rel=1e-12)
     kw = dict(catalog=cat, model="llama3-70b", hardware="gb300", gpus=64, tp=4, pp=2,
               tokens=1e12)
-    fp4, fp8 = (evaluate(precision=p, **kw).iloc[0] for p in ("fp4", "fp8"))
-    assert fp4["step_time_s"] < fp8["step_time_s"]
+    fp4, fp8, tail = (evaluate(precision=p, **kw).iloc[0]
+                      for p in ("fp4", "fp8", "nvfp4-bf16-tail"))
+    assert fp4["step_time_s"] < tail["step_time_s"] < fp8["step_time_s"]
     # the BF16 layers' cached inputs: more activation memory than FP8, never less
-    assert fp8["memory_per_gpu_bytes"] <= fp4["memory_per_gpu_bytes"] \
+    assert fp8["memory_per_gpu_bytes"] <= tail["memory_per_gpu_bytes"] \
         <= fp8["memory_per_gpu_bytes"] * 1.2
     assert main(["evaluate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8",
                  "--precision", "fp4"]) == 2

@@ -14,12 +14,14 @@ from planner.engine.inputs.layout_rules import PREFERRED_LAYOUT as _PREFERRED
 #: test keeps the two equal). bf16, fp16, tf32; fp8 (per-tensor current fp8-cs or delayed
 #: fp8-ds scaling, or DeepSeek-style fp8-block) and mxfp8 / fp8-mx (MX block scaling in
 #: hardware); fp6 / mxfp6; fp4, nvfp4 and
-#: mxfp4 (about 15 % of the linear layers kept in BF16, NVIDIA's NVFP4 pretraining recipe,
-#: arXiv:2509.25149; weights, gradients, optimizer state and stored activations keep their
-#: execution.toml bytes); int8 (AQT-style int8 training, on stacks that do it); fp8-hpu
+#: mxfp4 (every transformer layer's linear GEMMs in FP4, the frameworks' default) and
+#: nvfp4-bf16-tail (NVIDIA's accuracy recipe, arXiv:2509.25149: the final ~15 % of the
+#: linear layers kept in BF16); weights, gradients, optimizer state and stored activations
+#: keep their execution.toml bytes; int8 (AQT-style int8 training, on stacks that do it); fp8-hpu
 #: (Intel Gaudi's default FP8 coverage: the MLP down-projection stays BF16).
 PRECISIONS = ("bf16", "fp16", "fp8", "fp8-cs", "fp8-ds", "fp8-block", "fp8-rowwise", "mxfp8",
-              "fp8-mx", "fp6", "mxfp6", "fp4", "nvfp4", "mxfp4", "int8", "fp8-hpu", "tf32")
+              "fp8-mx", "fp6", "mxfp6", "fp4", "nvfp4", "mxfp4", "nvfp4-bf16-tail", "int8",
+              "fp8-hpu", "tf32")
 #: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
 EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp6": "fp8", "int8": "fp8", "fp8": "bf16"}
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")

@@ -1321,19 +1321,26 @@ def fused_attention_slowdown(exp_time_ratio, overlap_exponent):
          "backend selection, docs.nvidia.com/deeplearning/transformer-engine, 'attention "
          "backends': a configuration no fused backend supports falls back to "
          "UnfusedDotProductAttention); head sizes up to 256: " + FA2 + " s3, " + FA3
-         + "; learnable sinks: " + "OpenAI 2025, gpt-oss model card, arXiv:2508.10925 s2.1",
+         + "; learnable sinks: " + "OpenAI 2025, gpt-oss model card, arXiv:2508.10925 s2.1"
+         + "; attention-logit soft-capping: Gemma Team 2024, arXiv:2408.00118 s2 "
+         "(Megatron-Bridge runs it unfused: NVIDIA-NeMo/Megatron-Bridge@5776a6d90b "
+         "src/megatron/bridge/models/gemma/gemma2_provider.py, Gemma2DotProductAttention)",
          domain={"sinks": "[0,1]", "fused_sinks": "[0,1]", "head_dim": ">0",
-                 "v_head_dim": ">0", "fused_head_dim_max": ">0"},
+                 "v_head_dim": ">0", "fused_head_dim_max": ">0", "softcap": "[0,1]",
+                 "fused_softcap": "[0,1]"},
          symbols={"sinks": "z", "fused_sinks": "z_f", "head_dim": "d_h", "v_head_dim": "d_v",
-                  "fused_head_dim_max": r"d_{max}"},
+                  "fused_head_dim_max": r"d_{max}", "softcap": r"\kappa",
+                  "fused_softcap": r"\kappa_f"},
          result_latex="u_k")
-def attention_kernel_fallback(sinks, fused_sinks, head_dim, v_head_dim, fused_head_dim_max):
+def attention_kernel_fallback(sinks, fused_sinks, head_dim, v_head_dim, fused_head_dim_max,
+                              softcap=0, fused_softcap=1):
     """1 when the stack has no fused kernel for the model's attention variant, else 0.
 
-    Softmax with learnable sinks (an extra logit per head in the denominator) needs a
-    kernel that implements it; heads larger than the kernel's largest head size do not
-    fit its tiles.  Either sends the core to the unfused path (scores in HBM).  Head
-    sizes are integers, so the indicator min(1, max(0, d_max + 1 - d)) is exact.
+    Softmax with learnable sinks (an extra logit per head in the denominator) and logits
+    soft-capped by tanh before the softmax (Gemma 2) each need a kernel that implements
+    them; heads larger than the kernel's largest head size do not fit its tiles.  Any of
+    these sends the core to the unfused path (scores in HBM).  Head sizes are integers, so
+    the indicator min(1, max(0, d_max + 1 - d)) is exact.
 
     Parameters
     ----------
@@ -1347,6 +1354,10 @@ def attention_kernel_fallback(sinks, fused_sinks, head_dim, v_head_dim, fused_he
         Value head size d_v [1].
     fused_head_dim_max : numeric
         Largest head size the fused kernel supports, d_max [1].
+    softcap : numeric
+        1 if the model soft-caps its attention logits, kappa [1].
+    fused_softcap : numeric
+        1 if the stack's fused kernel soft-caps them, kappa_f [1].
 
     Returns
     -------
@@ -1355,7 +1366,8 @@ def attention_kernel_fallback(sinks, fused_sinks, head_dim, v_head_dim, fused_he
 
     Examples
     --------
-    Sinks without a sink kernel, with one, and a 320-wide head (kernels stop at 256):
+    Sinks without a sink kernel, with one, a 320-wide head (kernels stop at 256), and
+    Gemma 2's soft-capped logits on a kernel without soft-capping:
 
     >>> float(attention_kernel_fallback(1, 0, 64, 64, 256))
     1.0
@@ -1363,11 +1375,14 @@ def attention_kernel_fallback(sinks, fused_sinks, head_dim, v_head_dim, fused_he
     0.0
     >>> float(attention_kernel_fallback(0, 0, 320, 320, 256))
     1.0
+    >>> float(attention_kernel_fallback(0, 0, 256, 256, 256, 1, 0))
+    1.0
 
-    .. math:: u_k = 1 - (1 - z (1 - z_f))\\, \\min(1, \\max(0, d_{max} + 1 - \\max(d_h, d_v)))
+    .. math:: u_k = 1 - (1 - z (1 - z_f))(1 - \\kappa (1 - \\kappa_f))\\,
+        \\min(1, \\max(0, d_{max} + 1 - \\max(d_h, d_v)))
     """
     fits = minimum(1, maximum(0, fused_head_dim_max + 1 - maximum(head_dim, v_head_dim)))
-    return 1 - (1 - sinks * (1 - fused_sinks)) * fits
+    return 1 - (1 - sinks * (1 - fused_sinks)) * (1 - softcap * (1 - fused_softcap)) * fits
 
 
 @formula(reference="Fused attention kernels are compiled for a set of head sizes and pad "
@@ -1502,6 +1517,50 @@ def attention_scores_bytes(seq_len, micro_batch, heads, tp, cp):
     .. math:: Q_{scores} = \\frac{10\\, a s^2 b}{t_p c}
     """
     return 10 * (heads / tp) * (seq_len / cp) * seq_len * micro_batch
+
+
+@formula(reference="Gemma Team 2024, 'Gemma 2', arXiv:2408.00118 s2 (logits soft-capped "
+         "by cap * tanh(logits / cap) before the softmax); its unfused form: "
+         "NVIDIA-NeMo/Megatron-Bridge@5776a6d90b src/megatron/bridge/models/gemma/"
+         "gemma2_provider.py (logit_softcapping on the baddbmm scores, then the softmax)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "heads": ">=1", "tp": ">=1",
+                 "cp": ">=1"},
+         symbols=_SYM, result_latex="Q_{cap}")
+def softcap_scores_bytes(seq_len, micro_batch, heads, tp, cp):
+    """HBM traffic of soft-capping the materialised s x s scores (unfused attention).
+
+    The tanh pass reads the raw 16-bit scores and writes the capped ones, 4 a s^2 b bytes
+    a layer forward, beside :func:`attention_scores_bytes`; split over tensor-parallel
+    heads and context-parallel query rows as the scores are.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    heads : numeric
+        Attention heads a [1].
+    tp : numeric
+        Tensor-parallel ranks t_p [1].
+    cp : numeric
+        Context-parallel ranks c [1].
+
+    Returns
+    -------
+    numeric
+        Bytes moved per layer forward on one rank [B].
+
+    Examples
+    --------
+    Gemma 2 9B (16 heads, s = 8192, b = 1) on one rank:
+
+    >>> softcap_scores_bytes(8192, 1, 16, 1, 1)
+    4294967296.0
+
+    .. math:: Q_{cap} = \\frac{4\\, a s^2 b}{t_p c}
+    """
+    return 4 * (heads / tp) * (seq_len / cp) * seq_len * micro_batch
 
 
 @formula(reference="Derived (no published figure) from the element-wise op list of a "

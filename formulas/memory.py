@@ -1093,6 +1093,47 @@ def softmax_attention_activation_bytes(seq_len, micro_batch, heads, kv_heads, he
             * attention_scores_stored) / tp
 
 
+@formula(reference="Gemma Team 2024, 'Gemma 2', arXiv:2408.00118 s2 (attention logits "
+         "soft-capped by tanh); unfused in Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge@"
+         "5776a6d90b src/megatron/bridge/models/gemma/gemma2_provider.py: logit_softcapping "
+         "= cap * torch.tanh(logits / cap) on the scores; autograd keeps tanh's output)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "heads": ">=1", "tp": ">=1"},
+         symbols=_SYM, result_latex=r"A_{cap}")
+def softcap_activation_bytes(seq_len, micro_batch, heads, tp):
+    """Activation bytes per GPU of one layer's soft-capped scores kept for the backward.
+
+    Unfused soft-capping keeps the 16-bit tanh output of the s x s scores, 2 a s^2 b / t,
+    beside the softmax tensors of :func:`activation_bytes_per_layer` (the fused kernels
+    that cap recompute it in their tiles and keep nothing).
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s (per context-parallel rank for the query rows) [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    heads : numeric
+        Query heads a [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    Gemma 2 9B's 16 heads at 8,192 tokens, one sequence, TP 1:
+
+    >>> softcap_activation_bytes(8192, 1, 16, 1)
+    2147483648.0
+
+    .. math:: A_{cap} = \\frac{2\\, a s^2 b}{t}
+    """
+    return 2 * heads * seq_len**2 * micro_batch / tp
+
+
 @formula(reference=GATED_DELTANET + "; transformers Qwen3NextGatedDeltaNet (short "
          "convolution on the projected q, k, v; gated RMSNorm before out_proj)",
          domain={"seq_len": ">0", "micro_batch": ">0", "key_heads": ">=1",

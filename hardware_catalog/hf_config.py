@@ -102,6 +102,9 @@ def model_data(text: str, shown: str, stem: str) -> dict:
         v, bool) and v > 0 for k in DROPOUT_KEYS)
     if kind == "gpt_oss":  # learnable attention sinks in every layer (GptOssAttention.sinks)
         data["attention_sinks"] = True
+    # attention logits soft-capped before the softmax (Gemma 2: Gemma2Config 50.0)
+    if (softcap := read.cap("attn_logit_softcapping")) is not None:
+        data["attention_softcap"] = softcap
     data.update(_hybrid_pattern(config, read, shown, layers))
     mtp = read.whole("num_nextn_predict_layers", default=0, minimum=0)
     if mtp:
@@ -244,6 +247,18 @@ class _Reader:
             raise CatalogError(f"{self.shown}: no {names[0]}{also}: not a Hugging Face "
                                f"causal-LM config.json")
         return default
+
+    def cap(self, name: str):
+        """A soft cap: a positive number, or None where the config leaves it out, null or
+        0 (off)."""
+        value = self.config.get(name)
+        if value is None or (not isinstance(value, bool) and value == 0):
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value) or value < 0:
+            raise CatalogError(f"{self.shown}: {name}: expected a number > 0, 0 or null "
+                               f"(no soft cap), got {_shown(value)}")
+        return float(value)
 
     def flag(self, name: str, default: bool) -> bool:
         value = self.config.get(name, default)

@@ -423,6 +423,9 @@ class ModelSpec(Entry):
     # learnable per-head softmax sinks (an extra logit in each head's denominator: GPT-OSS,
     # arXiv:2508.10925 s2.1); they need a fused kernel that implements them
     attention_sinks: bool = False
+    # attention logits soft-capped before the softmax, cap * tanh(logits / cap) (Gemma 2:
+    # 50, arXiv:2408.00118 s2); a fused kernel must implement it, else the core runs unfused
+    attention_softcap: float | None = Field(default=None, gt=0)
     sliding_window_layers: int | None = Field(default=None, ge=0)
     # multi-token-prediction modules (DeepSeek-V3: 1), each a transformer block and a
     # projection sharing the embedding and output head
@@ -635,6 +638,7 @@ class StackOnAccelerator(BaseModel):
     # kernel: FlashAttention-2 on Ampere, FlashAttention-3 on Hopper, cuDNN on Blackwell)
     fused_window_attention: Quantity | None = None
     fused_attention_sinks: Quantity | None = None
+    fused_attention_softcap: Quantity | None = None
     fused_head_dim_max: Quantity | None = None
     attention_head_dim_granule: Quantity | None = None
     fused_split_head_dims: Quantity | None = None
@@ -768,6 +772,8 @@ class SoftwareStack(Entry):
     fused_window_attention: Quantity | None = None
     # 1 if it implements learnable softmax sinks (GPT-OSS)
     fused_attention_sinks: Quantity | None = None
+    # 1 if it soft-caps the logits in its tiles (Gemma 2)
+    fused_attention_softcap: Quantity | None = None
     # largest head size it supports, the head-size step of its compiled tiles (sizes in
     # between padded up), and 1 if q/k and v may differ in size (MLA's 192/128)
     fused_head_dim_max: Quantity | None = None
@@ -811,7 +817,7 @@ class SoftwareStack(Entry):
                        f"on_accelerator.{acc}.{name}.value",
                        f"expected a fraction in (0, 1], got {getattr(q, 'value', 0):g}")
             for name in ("fused_window_attention", "fused_attention_sinks",
-                         "fused_split_head_dims"):
+                         "fused_attention_softcap", "fused_split_head_dims"):
                 q = getattr(own, name)
                 _check(problems, q is None or q.value in (0, 1),
                        f"on_accelerator.{acc}.{name}.value", "expected 0 or 1")
@@ -833,6 +839,7 @@ class SoftwareStack(Entry):
                      "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "recompute_mlp", "recompute_moe",
                      "recompute_core_attn", "fused_window_attention", "fused_attention_sinks",
+                     "fused_attention_softcap",
                      "fused_split_head_dims", "int8_training", "mamba2_layers",
                      "low_precision_output_layer"):
             q = getattr(self, name)

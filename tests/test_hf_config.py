@@ -125,6 +125,10 @@ def test_a_multimodal_config_is_read_from_its_text_config(tmp_path):
      "'linear_attention' layers are not attention"),
     (json.dumps({**CONFIGS["llama3.1-8b"], "layer_types": ["full_attention"]}),
      "layer_types: expected one name a layer (32 layers)"),
+    (json.dumps({**CONFIGS["llama3.1-8b"], "attn_logit_softcapping": -50.0}),
+     "attn_logit_softcapping: expected a number > 0, 0 or null (no soft cap)"),
+    (json.dumps({**CONFIGS["llama3.1-8b"], "attn_logit_softcapping": "50"}),
+     "attn_logit_softcapping: expected a number > 0, 0 or null (no soft cap)"),
 ])
 def test_a_bad_config_gets_one_line(text, says, tmp_path, capsys):
     path = write(tmp_path, text)
@@ -138,3 +142,26 @@ def test_a_json_file_is_a_model_config_only(tmp_path, capsys):
     path = write(tmp_path, CONFIGS["llama3.1-8b"], name="h100.json")
     code, _, err = run_cli(capsys, "evaluate", "-H", path, "-n", "8")
     one_line_usage_error(code, err, "a JSON file is read as a Hugging Face model config")
+
+
+#: google/gemma-2-9b config.json (the keys capplan reads and some it does not)
+GEMMA2_9B = {
+    "architectures": ["Gemma2ForCausalLM"], "attn_logit_softcapping": 50.0,
+    "final_logit_softcapping": 30.0, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+    "hidden_size": 3584, "intermediate_size": 14336, "max_position_embeddings": 8192,
+    "model_type": "gemma2", "num_attention_heads": 16, "num_hidden_layers": 42,
+    "num_key_value_heads": 8, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+    "vocab_size": 256000}
+
+
+def test_soft_capped_attention_logits_are_read_from_the_config(tmp_path):
+    catalog = load_catalog()
+    gemma = catalog.model(write(tmp_path, GEMMA2_9B, folder="gemma-2-9b"))
+    assert gemma.attention_softcap == catalog.model("gemma2-9b").attention_softcap == 50.0
+    # null (Gemma 3) and 0 mean no cap; a config without the key has none
+    for off in (None, 0, 0.0):
+        read = catalog.model(write(tmp_path, {**GEMMA2_9B, "attn_logit_softcapping": off},
+                                   folder=f"off-{off}"))
+        assert read.attention_softcap is None
+    assert catalog.model(write(tmp_path, CONFIGS["llama3.1-8b"], folder="l")).attention_softcap \
+        is None

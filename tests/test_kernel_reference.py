@@ -66,6 +66,7 @@ SHAPE_NEUTRAL = {
     "mixer_free_layers": lambda x: 0 * x["hidden"],
     "mlp_free_layers": lambda x: 0 * x["hidden"],
     "moe_latent_dim": lambda x: 0 * x["hidden"],
+    "attention_softcap": lambda x: 0 * x["hidden"],
 }
 #: Inputs added after the fixture was written, at the values that leave the model as it
 #: was: no network, rack or software failure domain (rate exactly 0), no detection time,
@@ -121,6 +122,8 @@ LEGACY_EQUIVALENT = {
     "dp_collectives_flat": 0.0,
     # no time for a low-precision recipe's casts
     "cast_bytes_per_element": 0.0,
+    # no kernel that soft-caps the logits (unused: the fixture's models cap none)
+    "fused_attention_softcap": 0.0,
 }
 #: Outputs added after the fixture was written.
 NEW_OUTPUTS: tuple[str, ...] = ()

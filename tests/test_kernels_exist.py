@@ -200,6 +200,54 @@ def test_sinks_without_a_sink_kernel_run_unfused_and_keep_the_scores():
         _run({**plain, "fused_attention_sinks": 1.0})["compute_s"], rel=1e-12)
 
 
+#: Gemma 2 9B (logits soft-capped at 50, 21 of 42 layers in a 4,096-token window) at
+#: 8,192 tokens on 8 H100s, one sequence a micro-batch, nothing recomputed
+GEMMA2 = dict(model="gemma2-9b", hardware="h100-sxm", gpus=8, tp=1, pp=1, vp=1, cp=1, ep=1,
+              global_batch=8, micro_batch=1, seq_len=8192, recompute="none", zero=3,
+              tokens=1e12, reliability="benchmark", precision="bf16")
+
+
+def _gemma(stack, overrides=None):
+    return evaluate(**GEMMA2, stack=stack, overrides=overrides or {}).iloc[0]
+
+
+def test_soft_capped_logits_run_unfused_where_the_kernel_cannot_cap_them():
+    """Megatron-Bridge runs Gemma 2's attention unfused for its soft cap
+    (gemma2_provider.py: Gemma2DotProductAttention); MaxText's TPU splash kernel caps in
+    its tiles.  Unfused: the s x s scores of every layer through HBM (windowed ones too),
+    kept for the backward with the tanh output."""
+    assert load_catalog().model("gemma2-9b").attention_softcap == 50.0
+    assert load_catalog().stack("maxtext-xla").fused_attention_softcap.value == 1
+    assert execution_defaults()["fused_attention_softcap"] == 0
+    unfused = _gemma("megatron-core-2025")
+    fused = _gemma("megatron-core-2025", {"fused_attention_softcap": 1.0})
+    assert unfused["compute_s"] > 1.5 * fused["compute_s"]
+    assert unfused["memory_per_gpu_bytes"] > fused["memory_per_gpu_bytes"]
+    # a kernel that caps runs Gemma 2 as it runs the same model without a cap
+    plain = _gemma("megatron-core-2025", {"attention_softcap": 0.0})
+    for column in ("compute_s", "memory_per_gpu_bytes", "step_time_s"):
+        assert fused[column] == pytest.approx(plain[column], rel=1e-12)
+    capped = _gemma("maxtext-xla")
+    assert capped["compute_s"] == pytest.approx(
+        _gemma("maxtext-xla", {"attention_softcap": 0.0})["compute_s"], rel=1e-12)
+
+
+def test_the_unfused_cap_keeps_its_tanh_output_and_moves_it_through_hbm():
+    """With the scores stored (flash off), the cap adds per layer exactly one 16-bit s x s
+    tensor a head to the activations (formulas.memory.softcap_activation_bytes) and its
+    pass to the scores' traffic (formulas.compute.softcap_scores_bytes)."""
+    flash_off = {"attention_scores_stored": 1.0, "fused_attention_softcap": 1.0}
+    on = _gemma("megatron-core-2025", flash_off)
+    off = _gemma("megatron-core-2025", {**flash_off, "attention_softcap": 0.0})
+    layers = load_catalog().model("gemma2-9b").layers
+    from formulas import memory
+    assert on["activation_bytes"] - off["activation_bytes"] == pytest.approx(
+        layers * memory.softcap_activation_bytes(8192, 1, 16, 1), rel=1e-9)
+    assert on["compute_s"] > off["compute_s"]
+    assert compute.softcap_scores_bytes(8192, 1, 16, 1, 1) == pytest.approx(
+        0.4 * compute.attention_scores_bytes(8192, 1, 16, 1, 1))
+
+
 def test_unfused_attention_is_slower_than_fused_for_every_window_and_length():
     for seq in (4096, 16384):
         for window in (128.0, 1024.0):
@@ -247,11 +295,14 @@ def test_head_padding_never_adds_useful_work(d, dv, g, split):
 
 @settings(max_examples=60, deadline=None)
 @given(sinks=st.sampled_from([0, 1]), fused_sinks=st.sampled_from([0, 1]),
-       d=st.integers(16, 512), d_max=st.integers(64, 512))
+       d=st.integers(16, 512), d_max=st.integers(64, 512),
+       cap=st.sampled_from([0, 1]), fused_cap=st.sampled_from([0, 1]))
 def test_kernel_fallback_is_a_flag_set_exactly_by_a_missing_variant(sinks, fused_sinks, d,
-                                                                     d_max):
-    u = float(compute.attention_kernel_fallback(sinks, fused_sinks, d, d, d_max))
-    assert u == float(bool(sinks and not fused_sinks) or d > d_max)
+                                                                     d_max, cap, fused_cap):
+    u = float(compute.attention_kernel_fallback(sinks, fused_sinks, d, d, d_max, cap,
+                                                fused_cap))
+    assert u == float(bool(sinks and not fused_sinks) or bool(cap and not fused_cap)
+                      or d > d_max)
 
 
 def test_a_stack_states_its_fused_variants_per_accelerator():

@@ -134,7 +134,7 @@ SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
                   # heads of h/a, no MLA, no sliding window, no MTP modules
                   "head_dim": "h/a", "v_head_dim": "h/a", "q_lora_rank": 0.0,
                   "kv_lora_rank": 0.0, "qk_rope_head_dim": 0.0, "window": "seq_len",
-                  "window_layers": 0.0, "attention_sinks": 0.0, "mtp_layers": 0.0, "linear_attention_layers": 0.0,
+                  "window_layers": 0.0, "attention_sinks": 0.0, "attention_softcap": 0.0, "mtp_layers": 0.0, "linear_attention_layers": 0.0,
                   "linear_key_heads": 1.0, "linear_value_heads": 1.0, "linear_head_dim": 1.0,
                   # no Mamba-2 layers, every layer a mixer and an MLP
                   "mamba_layers": 0.0, "mamba_heads": 1.0, "mamba_head_dim": 1.0,
@@ -143,7 +143,8 @@ SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
 #: The shape inputs of SHAPE_DEFAULTS that describe the attention, the MTP modules and the
 #: linear-attention layers.
 ATTENTION_SHAPE = ("head_dim", "v_head_dim", "q_lora_rank", "kv_lora_rank",
-                   "qk_rope_head_dim", "window", "window_layers", "attention_sinks", "mtp_layers",
+                   "qk_rope_head_dim", "window", "window_layers", "attention_sinks", "attention_softcap",
+                   "mtp_layers",
                    "linear_attention_layers", "linear_key_heads", "linear_value_heads",
                    "linear_head_dim", "mamba_layers", "mamba_heads", "mamba_head_dim",
                    "mamba_state_dim", "mamba_groups", "mixer_free_layers", "mlp_free_layers",

@@ -41,6 +41,7 @@ FEATURES = {
     "latent MoE": ("moe_latent_dim",),
     "sliding-window attention layers": ("window_layers",),
     "attention sinks": ("attention_sinks",),
+    "attention-logit soft-capping": ("attention_softcap",),
     "multi-token prediction": ("mtp_layers",),
     "DualPipe": ("dualpipe",),
     "GoCkpt checkpoints": ("ckpt_gockpt",),

@@ -206,6 +206,8 @@ GLOSSARY: dict[str, Term] = {
         COUNT),
     "attention_sinks": Term("1", "1 if the softmax has learnable per-head sinks (GPT-OSS)",
                             FLAG),
+    "attention_softcap": Term("1", "1 if the attention logits are soft-capped by tanh "
+                              "before the softmax (Gemma 2)", FLAG),
     # layout: its dimensions the run model reads (layout_rules.DIMENSIONS), then what follows
     **{d.name: Term("1", d.meaning or d.label, dimension_domain(d))
        for d in DIMENSIONS if d.kernel},
@@ -436,6 +438,8 @@ GLOSSARY: dict[str, Term] = {
         "1", "1 if the fused attention kernel skips a sliding window's masked blocks", FLAG),
     "fused_attention_sinks": Term("1", "1 if the fused attention kernel implements sinks",
                                   FLAG),
+    "fused_attention_softcap": Term(
+        "1", "1 if the fused attention kernel soft-caps the logits", FLAG),
     "dp_bucket_min_params": Term("1", "smallest data-parallel gradient bucket in parameters "
                                  "(0: one bucket per layer)", Domain(">=0", maximum=1e12)),
     "dp_bucket_params_per_dp_rank": Term("1", "parameters a gradient bucket grows by per "

@@ -353,6 +353,7 @@ def attention_shape_inputs(model, seq_len: float) -> dict[str, float]:
         "window": float(window if window is not None else seq_len),
         "window_layers": float(window_layers),
         "attention_sinks": 1.0 if getattr(model, "attention_sinks", False) else 0.0,
+        "attention_softcap": 1.0 if getattr(model, "attention_softcap", None) else 0.0,
         "mtp_layers": float(getattr(model, "mtp_layers", 0) or 0),
         **linear_attention_inputs(model),
         **hybrid_inputs(model),

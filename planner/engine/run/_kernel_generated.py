@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'moe_latent_dim', 'mamba_layers', 'mamba_heads', 'mamba_head_dim', 'mamba_state_dim', 'mamba_groups', 'mixer_free_layers', 'mlp_free_layers', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'remat_keeps_named_only', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'attention_block_tokens', 'attention_block_tokens_bwd', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'moe_latent_dim', 'mamba_layers', 'mamba_heads', 'mamba_head_dim', 'mamba_state_dim', 'mamba_groups', 'mixer_free_layers', 'mlp_free_layers', 'routed_node_limit', 'attention_sinks', 'attention_softcap', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'remat_keeps_named_only', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_attention_softcap', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'attention_block_tokens', 'attention_block_tokens_bwd', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, moe_latent_dim, mamba_layers, mamba_heads, mamba_head_dim, mamba_state_dim, mamba_groups, mixer_free_layers, mlp_free_layers, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, remat_keeps_named_only, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, attention_block_tokens, attention_block_tokens_bwd, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, moe_latent_dim, mamba_layers, mamba_heads, mamba_head_dim, mamba_state_dim, mamba_groups, mixer_free_layers, mlp_free_layers, routed_node_limit, attention_sinks, attention_softcap, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, remat_keeps_named_only, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_attention_softcap, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, attention_block_tokens, attention_block_tokens_bwd, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -74,764 +74,771 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x54 = mamba_layers * x3
     x55 = mamba_layers + mixer_free_layers + x4
     del x4
-    x56 = x3 * (-linear_attention_layers - x55)
-    x57 = x13 * x41 + x37 * x56 + x46 * x47 + x54 * (hidden * x49 + 3 * mamba_heads + 10.0 * x48 + 6.0 * x49 + x53)
+    x56 = -linear_attention_layers - x55
+    x57 = x3 * x56
+    x58 = x13 * x41 + x37 * x57 + x46 * x47 + x54 * (hidden * x49 + 3 * mamba_heads + 10.0 * x48 + 6.0 * x49 + x53)
     del x37
-    x58 = hidden * vocab
-    x59 = x24 * x5
+    x59 = hidden * vocab
+    x60 = x24 * x5
     del x24
-    x60 = embedding_matrices * x58 + hidden + layers * x57 + x59
-    params = moe_layers * x18 + mtp_layers * (x18 * x19 + x38) + x60
+    x61 = embedding_matrices * x59 + hidden + layers * x58 + x60
+    params = moe_layers * x18 + mtp_layers * (x18 * x19 + x38) + x61
     del x18
-    x61 = experts_per_token + shared_experts
-    x62 = experts_per_token * x10 + x16 + x61 * x9
+    x62 = experts_per_token + shared_experts
+    x63 = experts_per_token * x10 + x16 + x62 * x9
     del x10, x16, x9
-    active_params = moe_layers * x62 + mtp_layers * (x19 * x62 + x38) + x60
-    del x60, x62
-    x63 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x64 = tp - 1
-    x65 = ep ** (-1.0)
-    x66 = experts * x65
-    x67 = tp * x66
-    x68 = etp ** (-1.0)
-    x69 = moe_ffn * x68
-    x70 = x69 * x7
-    x71 = mlp_matrices * x67 * x70 - x12 * x8 + x15 * x64 + x17
+    active_params = moe_layers * x63 + mtp_layers * (x19 * x63 + x38) + x61
+    del x61, x63
+    x64 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x65 = tp - 1
+    x66 = ep ** (-1.0)
+    x67 = experts * x66
+    x68 = tp * x67
+    x69 = etp ** (-1.0)
+    x70 = moe_ffn * x69
+    x71 = x7 * x70
+    x72 = mlp_matrices * x68 * x71 - x12 * x8 + x15 * x65 + x17
     del x15, x17, x8
-    x72 = dense_share * ffn
-    x73 = tp ** (-1.0)
-    x74 = dualpipe + 1
-    x75 = x73 * x74
-    stage_params = x75 * (stage_layers * (moe_share * x71 + x23 * x72 + x57) + x58 + x63 * (x19 * x71 + x38))
-    del x23, x38, x57, x71
-    x76 = x66 * x70
-    del x70
-    stage_expert_params = mlp_matrices * moe_share * stage_layers * x74 * x76
-    del x74
-    x77 = 1.0 * lora_rank
-    x78 = x77 * (hidden + moe_ffn)
-    x79 = mlp_matrices - 2
-    x80 = lora_gate * x79 + lora_up
-    x81 = lora_down * x78 + x78 * x80
-    del x78
-    x82 = moe_layers * x81
-    x83 = x77 * (ffn + hidden)
-    x84 = lora_down * x83 + x80 * x83
-    del x83
-    x85 = x5 * x84
-    x86 = lora_k * x77 * (hidden + x29) + lora_o * x77 * (hidden + x25) + lora_q * x77 * (hidden + x27) + lora_v * x77 * (hidden + x30)
-    del x77
-    x87 = -x55 * x86
-    del x55
-    x88 = 1 - frozen_base
-    trainable_params = params * x88 + x11 * x82 + x85 + x87
-    del x11
-    stage_adapter_params = stage_layers * x75 * (dense_share * x84 + moe_share * x81 * (shared_experts + x67 * x68) + x86)
-    del x67, x81, x84, x86
-    stage_trainable_params = stage_adapter_params + x88 * (-stage_expert_params + stage_params)
-    stage_trainable_expert_params = stage_expert_params * x88
-    stage_embedding_params = x58 * x75
+    x73 = dense_share * ffn
+    x74 = tp ** (-1.0)
+    x75 = dualpipe + 1
+    x76 = x74 * x75
+    stage_params = x76 * (stage_layers * (moe_share * x72 + x23 * x73 + x58) + x59 + x64 * (x19 * x72 + x38))
+    del x23, x38, x58, x72
+    x77 = x67 * x71
+    del x71
+    stage_expert_params = mlp_matrices * moe_share * stage_layers * x75 * x77
     del x75
-    x89 = heads * x33
-    x90 = 2 * x89
-    x91 = seq_len * x90
-    x92 = linear_head_dim ** 2
-    x93 = 640.0 * linear_head_dim + 6 * x92 + 2730.66666666667
-    x94 = linear_attention_layers * (linear_value_heads * x93 - x91)
-    x95 = mamba_state_dim * x49
-    x96 = 256.0 * x48 + 256.0 * x49 + 4 * x95
-    x97 = mamba_layers * (-x91 + x96)
-    x98 = x61 * x82
-    del x82
-    x99 = numpy.minimum(seq_len, window)
-    x100 = seq_len ** (-1.0)
-    x101 = window_layers * (2 * heads * x33 * x99 * (-x100 * x99 + 2) - x91)
-    x102 = 2 * x12
-    x103 = 2 * mlp_matrices
-    x104 = hidden * x103
-    x105 = experts_per_token * moe_ffn
-    x106 = 4 * hidden * x14 + moe_ffn * x104 * x61 + x102 + x103 * x105 * x7 - x104 * x105
-    del x105, x14
-    x107 = moe_layers * x106
-    x108 = x13 * x25
-    x109 = 2 * x31
+    x78 = 1.0 * lora_rank
+    x79 = x78 * (hidden + moe_ffn)
+    x80 = mlp_matrices - 2
+    x81 = lora_gate * x80 + lora_up
+    x82 = lora_down * x79 + x79 * x81
+    del x79
+    x83 = moe_layers * x82
+    x84 = x78 * (ffn + hidden)
+    x85 = lora_down * x84 + x81 * x84
+    del x84
+    x86 = x5 * x85
+    x87 = lora_k * x78 * (hidden + x29) + lora_o * x78 * (hidden + x25) + lora_q * x78 * (hidden + x27) + lora_v * x78 * (hidden + x30)
+    del x78
+    x88 = -x55 * x87
+    del x55
+    x89 = 1 - frozen_base
+    trainable_params = params * x89 + x11 * x83 + x86 + x88
+    del x11
+    stage_adapter_params = stage_layers * x76 * (dense_share * x85 + moe_share * x82 * (shared_experts + x68 * x69) + x87)
+    del x68, x82, x85, x87
+    stage_trainable_params = stage_adapter_params + x89 * (-stage_expert_params + stage_params)
+    stage_trainable_expert_params = stage_expert_params * x89
+    stage_embedding_params = x59 * x76
+    del x76
+    x90 = linear_head_dim ** 2
+    x91 = 640.0 * linear_head_dim + 6 * x90 + 2730.66666666667
+    x92 = heads * x33
+    x93 = 2 * x92
+    x94 = seq_len * x93
+    x95 = linear_attention_layers * (linear_value_heads * x91 - x94)
+    x96 = mamba_state_dim * x49
+    x97 = 256.0 * x48 + 256.0 * x49 + 4 * x96
+    x98 = mamba_layers * (-x94 + x97)
+    x99 = x62 * x83
+    del x83
+    x100 = numpy.minimum(seq_len, window)
+    x101 = seq_len ** (-1.0)
+    x102 = window_layers * (2 * heads * x100 * x33 * (-x100 * x101 + 2) - x94)
+    x103 = 2 * x12
+    x104 = 2 * mlp_matrices
+    x105 = hidden * x104
+    x106 = experts_per_token * moe_ffn
+    x107 = 4 * hidden * x14 + moe_ffn * x105 * x62 + x103 + x104 * x106 * x7 - x105 * x106
+    del x106, x14
+    x108 = moe_layers * x107
+    x109 = x13 * x25
+    x110 = 2 * x31
     del x31
-    x110 = 2 * x35
+    x111 = 2 * x35
     del x35
-    x111 = x108 + x109 + x110
-    x112 = layers * x111
-    x113 = mixer_free_layers * x111
-    x114 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x45 - x111)
+    x112 = x109 + x110 + x111
+    x113 = layers * x112
+    x114 = mixer_free_layers * x112
+    x115 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x45 - x112)
     del x45
-    x115 = 2 * x53
-    x116 = mamba_layers * (6 * mamba_heads - x108 - x109 - x110 + x115 + x13 * x49 + 20.0 * x48 + 12.0 * x49)
-    del x108, x109, x110
-    x117 = 2 * x58
-    x118 = 4.0 * x20
+    x116 = 2 * x53
+    x117 = mamba_layers * (6 * mamba_heads - x109 - x110 - x111 + x116 + x13 * x49 + 20.0 * x48 + 12.0 * x49)
+    del x109, x110, x111
+    x118 = 2 * x59
+    x119 = 4.0 * x20
     del x20
-    x119 = ffn * x104
-    del x104
-    x120 = mtp_layers * (x106 * x19 + x111 + x117 + x118 + x119 * x22 + x91)
-    del x106, x111
-    x121 = x119 * x5
-    del x119
-    x122 = x107 + x112 - x113 + x114 + x116 + x121
-    x123 = x117 + x122
-    x124 = layers * x91 - mixer_free_layers * x91 + x101 + x94 + x97
-    del x91
-    x125 = x120 + x124
-    x126 = 6 * seq_len * x89
-    model_flops_per_token = -frozen_base * x123 + layers * x126 - mixer_free_layers * x126 + reference_model * (x123 + x125) + 3 * x101 + 3 * x107 + 3 * x112 - 3 * x113 + 3 * x114 + 3 * x116 + 3 * x120 + 6 * x58 + 6 * x59 + 6 * x85 + 6 * x87 + 3 * x94 + 3 * x97 + 6 * x98
-    del x101, x112, x113, x114, x116, x120, x123, x126, x59, x94, x97
-    x127 = recompute_early_stop * x88 * (1 - dropout_masks)
-    x128 = 1 - full_recompute
-    x129 = ffn + x25
-    x130 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x39))
+    x120 = ffn * x105
+    del x105
+    x121 = mtp_layers * (x107 * x19 + x112 + x118 + x119 + x120 * x22 + x94)
+    del x107, x112
+    x122 = x120 * x5
+    del x120
+    x123 = x108 + x113 - x114 + x115 + x117 + x122
+    x124 = x118 + x123
+    x125 = layers * x94 - mixer_free_layers * x94 + x102 + x95 + x98
+    del x94
+    x126 = x121 + x125
+    x127 = 6 * seq_len * x92
+    model_flops_per_token = -frozen_base * x124 + layers * x127 - mixer_free_layers * x127 + reference_model * (x124 + x126) + 3 * x102 + 3 * x108 + 3 * x113 - 3 * x114 + 3 * x115 + 3 * x117 + 3 * x121 + 6 * x59 + 6 * x60 + 6 * x86 + 6 * x88 + 3 * x95 + 3 * x98 + 6 * x99
+    del x102, x113, x114, x115, x117, x121, x124, x127, x60, x95, x98
+    x128 = recompute_early_stop * x89 * (1 - dropout_masks)
+    x129 = 1 - full_recompute
+    x130 = ffn + x25
+    x131 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x39))
     del x39
-    x131 = numpy.maximum(selective, recompute_core_attn * selective_option)
-    hardware_flops_per_token = full_recompute * (-ffn * x127 * x13 * x5 + x122 + x125 + 2 * x85 + 2 * x87 + 2 * x98) + model_flops_per_token + x128 * (layers * x13 * x130 * (x129 + x29) + recompute_mlp * x121 + recompute_moe * x107 + x124 * x131)
-    del x107, x121, x122, x124, x125, x5, x85, x87, x98
-    x132 = hidden * tokens_mb
-    x133 = x52 * x73
+    x132 = numpy.maximum(selective, recompute_core_attn * selective_option)
+    hardware_flops_per_token = full_recompute * (-ffn * x128 * x13 * x5 + x123 + x126 + 2 * x86 + 2 * x88 + 2 * x99) + model_flops_per_token + x129 * (layers * x13 * x131 * (x130 + x29) + recompute_mlp * x122 + recompute_moe * x108 + x125 * x132)
+    del x108, x122, x123, x125, x126, x5, x86, x88, x99
+    x133 = hidden * tokens_mb
+    x134 = x52 * x74
     del x52
-    x134 = tokens_mb * x133
-    x135 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x136 = bytes_per_element * x135
-    x137 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x133)
-    x138 = tokens_mb * x73
-    x139 = peak_flops_per_s ** (-1.0)
-    x140 = x139 / gemm_max_efficiency
-    x141 = x138 * x140
-    x142 = x42 * x73
-    x143 = hidden ** (-1.0)
-    x144 = -x142 + x143 * x46 * x73
+    x135 = tokens_mb * x134
+    x136 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x137 = bytes_per_element * x136
+    x138 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x134)
+    x139 = tokens_mb * x74
+    x140 = peak_flops_per_s ** (-1.0)
+    x141 = x140 / gemm_max_efficiency
+    x142 = x139 * x141
+    x143 = x42 * x74
+    x144 = hidden ** (-1.0)
+    x145 = -x143 + x144 * x46 * x74
     del x46
-    x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x144)
-    x146 = 2 * x132
-    x147 = x140 * x146
-    x148 = x36 * x73
+    x146 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x145)
+    x147 = 2 * x133
+    x148 = x141 * x147
+    x149 = x36 * x74
     del x36
-    x149 = x143 * x148
-    x150 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x149)
-    x151 = tokens_mb * x140
-    t_qkv = x47 * numpy.maximum(x144 * x147 * (gemm_half_efficiency_dim + x145) / x145, x136 * (hidden * x144 + tokens_mb * x144 + x132)) + x54 * numpy.maximum(x136 * (x132 + x134 + x53 * x73), x115 * x141 * (gemm_half_efficiency_dim + x137) / x137) + x56 * numpy.maximum(x136 * (tokens_mb * x149 + x132 + x148), 2 * x148 * x151 * (gemm_half_efficiency_dim + x150) / x150)
-    del x115, x137, x144, x145, x148, x150, x53
-    x152 = 4 * linear_head_dim
-    x153 = 0.015625 * x92
-    del x92
-    x154 = tokens_mb * x136
-    x155 = x154 * x73
-    x156 = numpy.minimum(seq_len, tokens_mb)
-    x157 = gemm_half_efficiency_dim + x156
-    x158 = x138 / attention_peak_flops_per_s
-    x159 = x158 / attention_gemm_max_efficiency
-    x160 = x157 * x159 / (attention_efficiency_factor * x156)
-    x161 = tokens_mb * x135
-    x162 = window_layers * x3
-    x163 = -x56
-    x164 = -x162 - x163
-    x165 = x155 * x90
+    x150 = x144 * x149
+    x151 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x150)
+    x152 = tokens_mb * x141
+    t_qkv = x47 * numpy.maximum(x145 * x148 * (gemm_half_efficiency_dim + x146) / x146, x137 * (hidden * x145 + tokens_mb * x145 + x133)) + x54 * numpy.maximum(x137 * (x133 + x135 + x53 * x74), x116 * x142 * (gemm_half_efficiency_dim + x138) / x138) + x57 * numpy.maximum(x137 * (tokens_mb * x150 + x133 + x149), 2 * x149 * x152 * (gemm_half_efficiency_dim + x151) / x151)
+    del x116, x138, x145, x146, x149, x151, x53
+    x153 = 4 * linear_head_dim
+    x154 = 0.015625 * x90
     del x90
-    x166 = attention_scores_stored + selective
-    x167 = numpy.maximum(head_dim, v_head_dim)
-    x168 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x167 + 1)) + 1
-    x169 = numpy.maximum(x166, x168)
-    x170 = numpy.minimum(head_dim, tokens_mb)
-    x171 = attention_gemm_max_efficiency * x170 / (gemm_half_efficiency_dim + x170)
-    del x170
-    x172 = 1 - x169
-    x173 = seq_len * x169
-    x174 = numpy.minimum(attention_block_tokens, seq_len)
-    x175 = x174 ** (-1.0)
-    x176 = seq_len * x175 - 1
-    x177 = seq_len - 1
-    x178 = numpy.minimum(x176, numpy.ceil(x175 * x177))
-    x179 = x178 + 1
-    x180 = -seq_len * x175
-    x181 = x100 * x174
-    x182 = 2 / 3 * x174
-    del x174
-    x183 = numpy.minimum(attention_block_tokens_bwd, seq_len)
-    x184 = x183 ** (-1.0)
-    x185 = seq_len * x184 - 1
-    x186 = numpy.minimum(x185, numpy.ceil(x177 * x184))
-    del x177
-    x187 = x186 + 1
-    x188 = -seq_len * x184
-    x189 = x100 * x183
-    x190 = 4 / 3 * x183
-    del x183
-    x191 = x172 * (x182 * (x181 * (1 / 2 * x178 * x179 + x178 * (-x179 - x180)) + 1) + x190 * (x189 * (1 / 2 * x186 * x187 + x186 * (-x187 - x188)) + 1))
-    del x178, x179, x186, x187
-    x192 = x173 + x191
-    x193 = attention_head_dim_granule ** (-1.0)
-    x194 = x167 * (1 - fused_split_head_dims)
-    del x167
-    x195 = attention_efficiency_factor * attention_gemm_max_efficiency * x156 * x33 / (x157 * (attention_head_dim_granule * numpy.ceil(x193 * (fused_split_head_dims * head_dim + x194)) + attention_head_dim_granule * numpy.ceil(x193 * (fused_split_head_dims * v_head_dim + x194))))
-    del x156, x157, x193, x194
-    x196 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x33)
-    x197 = numpy.maximum(1.0, x196)
-    x198 = attention_exp_overlap_exponent ** (-1.0)
-    x199 = numpy.maximum(2.0, x196)
-    x200 = x199 ** (-1.0)
-    x201 = x172 * (1 / 3 * x197 * ((x196 / x197) ** attention_exp_overlap_exponent + x197 ** (-attention_exp_overlap_exponent)) ** x198 + 1 / 3 * x199 * ((2 * x200) ** attention_exp_overlap_exponent + (x196 * x200) ** attention_exp_overlap_exponent) ** x198 - 1)
-    del x196, x197, x198, x199, x200
-    x202 = x158 * x89
-    del x158, x89
-    x203 = fused_window_attention * x172
-    x204 = 1 - x203
-    x205 = seq_len * x204
-    x206 = x99 - 1
-    del x99
-    x207 = numpy.minimum(x176, numpy.ceil(x175 * x206))
-    del x175, x176
-    x208 = x207 + 1
-    x209 = numpy.minimum(x185, numpy.ceil(x184 * x206))
-    del x184, x185, x206
-    x210 = x209 + 1
-    x211 = x203 * (x182 * (x181 * (1 / 2 * x207 * x208 + x207 * (-x180 - x208)) + 1) + x190 * (x189 * (1 / 2 * x209 * x210 + x209 * (-x188 - x210)) + 1))
-    del x180, x181, x182, x188, x189, x190, x207, x208, x209, x210
-    x212 = x205 + x211
-    t_core = numpy.maximum(x162 * x165, x162 * x202 * (2 * x205 + 2 * x211) * (fused_window_attention * x201 + 1) / (x171 * x204 + x195 * x203 * x212 / (attention_fill_keys + x212))) + numpy.maximum(x164 * x165, x164 * x202 * (2 * x173 + 2 * x191) * (x201 + 1) / (x169 * x171 + x172 * x192 * x195 / (attention_fill_keys + x192))) + numpy.maximum(x160 * x54 * x96, x161 * x54 * x73 * (bytes_per_element * (mamba_heads + 6 * x48 + 7 * x49) + 0.0625 * x95)) + numpy.maximum(linear_value_heads * x160 * x47 * x93, linear_value_heads * x155 * x47 * (x152 + x153))
-    del x155, x160, x165, x171, x172, x173, x191, x192, x195, x201, x202, x203, x204, x205, x211, x212, x48, x93, x95, x96
-    x213 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x135 * x213 * x73 * (x162 * numpy.maximum(numpy.maximum(x166, x168), 1 - fused_window_attention) + x164 * x169)
-    del x1, x162, x164, x166, x169
-    x214 = hidden * x73
-    x215 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
-    x216 = x132 * x73
-    x217 = x140 * x216
-    x218 = x49 * x73
-    x219 = tokens_mb * x218
-    x220 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x218)
-    x221 = x25 * x73
+    x155 = tokens_mb * x137
+    x156 = x155 * x74
+    x157 = numpy.minimum(seq_len, tokens_mb)
+    x158 = gemm_half_efficiency_dim + x157
+    x159 = x139 / attention_peak_flops_per_s
+    x160 = x159 / attention_gemm_max_efficiency
+    x161 = x158 * x160 / (attention_efficiency_factor * x157)
+    x162 = tokens_mb * x136
+    x163 = window_layers * x3
+    x164 = -x57
+    x165 = -x163 - x164
+    x166 = x156 * x93
+    del x93
+    x167 = attention_scores_stored + selective
+    x168 = numpy.maximum(head_dim, v_head_dim)
+    x169 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * (-attention_softcap * (1 - fused_attention_softcap) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x168 + 1)) + 1
+    x170 = numpy.maximum(x167, x169)
+    x171 = numpy.minimum(head_dim, tokens_mb)
+    x172 = attention_gemm_max_efficiency * x171 / (gemm_half_efficiency_dim + x171)
+    del x171
+    x173 = 1 - x170
+    x174 = seq_len * x170
+    x175 = numpy.minimum(attention_block_tokens, seq_len)
+    x176 = x175 ** (-1.0)
+    x177 = seq_len * x176 - 1
+    x178 = seq_len - 1
+    x179 = numpy.minimum(x177, numpy.ceil(x176 * x178))
+    x180 = x179 + 1
+    x181 = -seq_len * x176
+    x182 = x101 * x175
+    x183 = 2 / 3 * x175
+    del x175
+    x184 = numpy.minimum(attention_block_tokens_bwd, seq_len)
+    x185 = x184 ** (-1.0)
+    x186 = seq_len * x185 - 1
+    x187 = numpy.minimum(x186, numpy.ceil(x178 * x185))
+    del x178
+    x188 = x187 + 1
+    x189 = -seq_len * x185
+    x190 = x101 * x184
+    x191 = 4 / 3 * x184
+    del x184
+    x192 = x173 * (x183 * (x182 * (1 / 2 * x179 * x180 + x179 * (-x180 - x181)) + 1) + x191 * (x190 * (1 / 2 * x187 * x188 + x187 * (-x188 - x189)) + 1))
+    del x179, x180, x187, x188
+    x193 = x174 + x192
+    x194 = attention_head_dim_granule ** (-1.0)
+    x195 = x168 * (1 - fused_split_head_dims)
+    del x168
+    x196 = attention_efficiency_factor * attention_gemm_max_efficiency * x157 * x33 / (x158 * (attention_head_dim_granule * numpy.ceil(x194 * (fused_split_head_dims * head_dim + x195)) + attention_head_dim_granule * numpy.ceil(x194 * (fused_split_head_dims * v_head_dim + x195))))
+    del x157, x158, x194, x195
+    x197 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x33)
+    x198 = numpy.maximum(1.0, x197)
+    x199 = attention_exp_overlap_exponent ** (-1.0)
+    x200 = numpy.maximum(2.0, x197)
+    x201 = x200 ** (-1.0)
+    x202 = x173 * (1 / 3 * x198 * ((x197 / x198) ** attention_exp_overlap_exponent + x198 ** (-attention_exp_overlap_exponent)) ** x199 + 1 / 3 * x200 * ((2 * x201) ** attention_exp_overlap_exponent + (x197 * x201) ** attention_exp_overlap_exponent) ** x199 - 1)
+    del x197, x198, x199, x200, x201
+    x203 = x159 * x92
+    del x159, x92
+    x204 = fused_window_attention * x173
+    x205 = 1 - x204
+    x206 = seq_len * x205
+    x207 = x100 - 1
+    del x100
+    x208 = numpy.minimum(x177, numpy.ceil(x176 * x207))
+    del x176, x177
+    x209 = x208 + 1
+    x210 = numpy.minimum(x186, numpy.ceil(x185 * x207))
+    del x185, x186, x207
+    x211 = x210 + 1
+    x212 = x204 * (x183 * (x182 * (1 / 2 * x208 * x209 + x208 * (-x181 - x209)) + 1) + x191 * (x190 * (1 / 2 * x210 * x211 + x210 * (-x189 - x211)) + 1))
+    del x181, x182, x183, x189, x190, x191, x208, x209, x210, x211
+    x213 = x206 + x212
+    t_core = numpy.maximum(x163 * x166, x163 * x203 * (2 * x206 + 2 * x212) * (fused_window_attention * x202 + 1) / (x172 * x205 + x196 * x204 * x213 / (attention_fill_keys + x213))) + numpy.maximum(x165 * x166, x165 * x203 * (2 * x174 + 2 * x192) * (x202 + 1) / (x170 * x172 + x173 * x193 * x196 / (attention_fill_keys + x193))) + numpy.maximum(x161 * x54 * x97, x162 * x54 * x74 * (bytes_per_element * (mamba_heads + 6 * x48 + 7 * x49) + 0.0625 * x96)) + numpy.maximum(linear_value_heads * x161 * x47 * x91, linear_value_heads * x156 * x47 * (x153 + x154))
+    del x156, x161, x166, x172, x173, x174, x192, x193, x196, x202, x203, x204, x205, x206, x212, x213, x48, x91, x96, x97
+    x214 = seq_len ** 2
+    x215 = heads * x214
+    x216 = x1 * x215 * x74
+    del x1
+    t_scores = x136 * (4 * attention_softcap * x216 + 10 * x216) * (x163 * numpy.maximum(numpy.maximum(x167, x169), 1 - fused_window_attention) + x165 * x170)
+    del x163, x165, x167, x170, x216
+    x217 = hidden * x74
+    x218 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
+    x219 = x133 * x74
+    x220 = x141 * x219
+    x221 = x49 * x74
     x222 = tokens_mb * x221
     x223 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x221)
-    t_proj = x47 * numpy.maximum(x217 * x44 * (gemm_half_efficiency_dim + x215) / x215, x136 * (tokens_mb * x142 + x132 + x214 * x42)) + x54 * numpy.maximum(x136 * (x132 + x214 * x49 + x219), x217 * x50 * (gemm_half_efficiency_dim + x220) / x220) + x56 * numpy.maximum(x136 * (x132 + x214 * x25 + x222), x147 * x221 * (gemm_half_efficiency_dim + x223) / x223)
-    del x142, x215, x217, x220, x223, x25, x44, x47, x50
-    x224 = ffn * x73
+    x224 = x25 * x74
     x225 = tokens_mb * x224
     x226 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x224)
-    t_mlp = mlp_matrices * numpy.maximum(x136 * (hidden * x224 + x132 + x225), x147 * x224 * (gemm_half_efficiency_dim + x226) / x226)
-    del x226
-    x227 = experts * tokens_mb
-    x228 = experts_per_token * x7
-    x229 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x230 = moe_ffn * x73
-    x231 = tokens_mb * x230
-    x232 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x230)
-    x233 = sequence_parallel * x73
-    x234 = 1 - sequence_parallel
-    x235 = etp * x233 + x234
-    x236 = x132 * x235
-    x237 = tokens_mb * x235
-    x238 = x237 * x7
-    x239 = numpy.minimum(x237, x7)
-    x240 = 2 * x140
-    del x140
-    x241 = 1 - token_drop
-    x242 = numpy.sqrt(2)
-    x243 = tokens_mb ** (-1.0)
-    x244 = x243 / (experts_per_token * x235)
-    routed_copies = experts_per_token * x237
-    del x237
-    x245 = routed_copies * x69
-    x246 = x136 * (experts_per_token * x238 + x245 + x76)
-    del x76
-    x247 = gemm_tile_dim ** (-1.0)
-    x248 = ep * routed_copies / experts
-    x249 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x240 * x244 * (grouped_gemm_token_half_dim + x248) * numpy.ceil(x248 / grouped_gemm_tile_tokens) / ep ** 2
-    del x248
-    x250 = mlp_matrices - 1
-    t_moe = mlp_matrices * shared_experts * numpy.maximum(x136 * (hidden * x230 + x132 + x231), x147 * x230 * (gemm_half_efficiency_dim + x232) / x232) + 20 * x135 * x227 + 4 * x154 * x228 + 2 * x6 * numpy.maximum(x136 * (hidden * x7 + x236 + x238), x236 * x240 * x7 * (gemm_half_efficiency_dim + x239) / x239) + (capacity_factor * token_drop + x241 * (x242 * numpy.sqrt(expert_load_cv ** 2 + x244) * numpy.sqrt(numpy.log(ep)) + 1)) * (x250 * numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x7) * numpy.ceil(x247 * x69)) + numpy.maximum(x246, x249 * (grouped_gemm_inner_half_dim + x69) * numpy.ceil(x247 * x7))) + numpy.maximum(x136 * (x12 + x132 + x227), x102 * x151 * (gemm_half_efficiency_dim + x229) / x229)
-    del x102, x12, x151, x227, x229, x232, x236, x238, x239, x244, x246, x247, x249, x6
-    x251 = (sequence_parallel * x64 + 1) ** (-1.0)
-    x252 = hidden * x251
-    x253 = shared_experts * x230
-    x254 = experts_per_token * x69
-    t_elem = elementwise_traffic_factor * x154 * (16 * x252 * x41 + x73 * (4 * moe_share * tp * (x235 * x254 + x253) + 4 * x72))
-    del x154, x235, x72
-    x255 = vocab * x73
-    x256 = tokens_mb * x255
-    x257 = x136 * (x132 + x256 + x58 * x73)
-    del x58
-    x258 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x255)
-    x259 = x117 * (gemm_half_efficiency_dim + x258) / x258
-    del x117, x258
-    t_logits = low_precision_output_layer * numpy.maximum(x257, x141 * x259) + (1 - low_precision_output_layer) * numpy.maximum(x257, x159 * x259)
-    del x159, x257, x259
-    t_loss = loss_bytes_per_logit * x135 * x256
-    del x256
-    x260 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x135 * (bytes_per_element + x250 * x260) * (shared_experts * x231 + x245)
-    del x245
-    x261 = numpy.maximum(1, lora_rank)
-    x262 = tokens_mb * x261
-    x263 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x261)
-    x264 = numpy.maximum(x136 * (hidden * x261 + x132 + x262), x147 * x261 * (gemm_half_efficiency_dim + x263) / x263)
-    del x147, x263
-    x265 = x29 * x73
-    x266 = numpy.minimum(numpy.minimum(tokens_mb, x261), x265)
-    x267 = x240 * x262
+    t_proj = x47 * numpy.maximum(x220 * x44 * (gemm_half_efficiency_dim + x218) / x218, x137 * (tokens_mb * x143 + x133 + x217 * x42)) + x54 * numpy.maximum(x137 * (x133 + x217 * x49 + x222), x220 * x50 * (gemm_half_efficiency_dim + x223) / x223) + x57 * numpy.maximum(x137 * (x133 + x217 * x25 + x225), x148 * x224 * (gemm_half_efficiency_dim + x226) / x226)
+    del x143, x218, x220, x223, x226, x25, x44, x47, x50
+    x227 = ffn * x74
+    x228 = tokens_mb * x227
+    x229 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x227)
+    t_mlp = mlp_matrices * numpy.maximum(x137 * (hidden * x227 + x133 + x228), x148 * x227 * (gemm_half_efficiency_dim + x229) / x229)
+    del x229
+    x230 = experts * tokens_mb
+    x231 = experts_per_token * x7
+    x232 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x233 = moe_ffn * x74
+    x234 = tokens_mb * x233
+    x235 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x233)
+    x236 = sequence_parallel * x74
+    x237 = 1 - sequence_parallel
+    x238 = etp * x236 + x237
+    x239 = x133 * x238
+    x240 = tokens_mb * x238
+    x241 = x240 * x7
+    x242 = numpy.minimum(x240, x7)
+    x243 = 2 * x141
+    del x141
+    x244 = 1 - token_drop
+    x245 = numpy.sqrt(2)
+    x246 = tokens_mb ** (-1.0)
+    x247 = x246 / (experts_per_token * x238)
+    routed_copies = experts_per_token * x240
     del x240
-    x268 = numpy.minimum(numpy.minimum(tokens_mb, x221), x261)
-    x269 = x27 * x73
-    x270 = numpy.minimum(numpy.minimum(tokens_mb, x261), x269)
-    x271 = x30 * x73
-    x272 = numpy.minimum(numpy.minimum(tokens_mb, x261), x271)
-    x273 = numpy.minimum(numpy.minimum(tokens_mb, x224), x261)
-    x274 = x264 + numpy.maximum(x136 * (x224 * x261 + x225 + x262), x224 * x267 * (gemm_half_efficiency_dim + x273) / x273)
-    del x225, x273
-    x275 = numpy.minimum(numpy.minimum(tokens_mb, x230), x261)
-    x276 = x264 + numpy.maximum(x136 * (x230 * x261 + x231 + x262), x230 * x267 * (gemm_half_efficiency_dim + x275) / x275)
-    del x231, x275
-    t_adapter = dense_share * (lora_down * x274 + x274 * x80) + lora_k * (x264 + numpy.maximum(x265 * x267 * (gemm_half_efficiency_dim + x266) / x266, x136 * (tokens_mb * x265 + x261 * x265 + x262))) + lora_o * (x264 + numpy.maximum(x136 * (x221 * x261 + x222 + x262), x221 * x267 * (gemm_half_efficiency_dim + x268) / x268)) + lora_q * (x264 + numpy.maximum(x267 * x269 * (gemm_half_efficiency_dim + x270) / x270, x136 * (tokens_mb * x269 + x261 * x269 + x262))) + lora_v * (x264 + numpy.maximum(x267 * x271 * (gemm_half_efficiency_dim + x272) / x272, x136 * (tokens_mb * x271 + x261 * x271 + x262))) + moe_share * x61 * (lora_down * x276 + x276 * x80)
-    del x222, x261, x262, x264, x265, x266, x267, x268, x269, x270, x271, x272, x274, x276, x61
-    x277 = -stage_params
-    x278 = -stage_embedding_params - x277
-    x279 = full_recompute + 2
-    dequant_mb = dequantize_base * x135 * x278 * x279 * (base_weight_bytes_per_param + bytes_per_element)
-    x280 = -mixer_free_layers * x3 - x54 + 1
-    x281 = routed_copies * x243
-    del routed_copies, x243
-    x282 = cast_bytes_per_element * x161
-    del x161
-    t_cast_fwd = x282 * (dense_share * (hidden + x224) + moe_share * (shared_experts * (hidden + x230) + x281 * (x69 + x7)) + x280 * (hidden + x221) + x54 * (hidden + x218))
-    del x221
-    t_cast_bwd = x282 * (dense_share * (hidden + x224 * x250) + moe_share * (shared_experts * (hidden + x230 * x250) + x281 * (x250 * x69 + x7)) + x280 * (hidden + x149) + x54 * (hidden + x133))
-    del x133, x149, x230, x280, x281, x282
-    x283 = dense_share * t_mlp
-    x284 = moe_share * t_moe
-    x285 = t_proj + t_qkv
-    x286 = x283 + x284 + x285
-    x287 = t_core + t_scores
-    x288 = t_elem + x287
-    x289 = x286 + x288
-    t_layer_fwd = t_adapter + x289
-    x290 = reference_model * (stage_layers * x289 + t_logits)
-    del x289
-    x291 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x292 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x251 * x291
-    x293 = x131 * x287
-    del x131, x287
-    x294 = mlp_matrices ** (-1.0)
-    x295 = recompute_moe * x128
-    x296 = recompute_moe_act * (1 - x295)
-    x297 = kv_heads * x33
-    x298 = -frozen_base * x286 + full_recompute * (t_layer_fwd - x127 * x283 * x294) + x128 * (moe_share * t_moe_act * x296 + recompute_mlp * x283 + recompute_moe * x284 + x130 * (t_elem + t_mlp * x294 + t_proj + t_qkv * x29 / (x27 + x297)) + x293)
-    del t_moe_act, x127, x29, x294
-    x299 = 3 * t_core
-    x300 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x299
-    x301 = numpy.minimum(numpy.minimum(tokens_mb, x214), 2.0 * hidden)
-    x302 = t_mlp * x22
+    x248 = routed_copies * x70
+    x249 = x137 * (experts_per_token * x241 + x248 + x77)
+    del x77
+    x250 = gemm_tile_dim ** (-1.0)
+    x251 = ep * routed_copies / experts
+    x252 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x243 * x247 * (grouped_gemm_token_half_dim + x251) * numpy.ceil(x251 / grouped_gemm_tile_tokens) / ep ** 2
+    del x251
+    x253 = mlp_matrices - 1
+    t_moe = mlp_matrices * shared_experts * numpy.maximum(x137 * (hidden * x233 + x133 + x234), x148 * x233 * (gemm_half_efficiency_dim + x235) / x235) + 20 * x136 * x230 + 4 * x155 * x231 + 2 * x6 * numpy.maximum(x137 * (hidden * x7 + x239 + x241), x239 * x243 * x7 * (gemm_half_efficiency_dim + x242) / x242) + (capacity_factor * token_drop + x244 * (x245 * numpy.sqrt(expert_load_cv ** 2 + x247) * numpy.sqrt(numpy.log(ep)) + 1)) * (x253 * numpy.maximum(x249, x252 * (grouped_gemm_inner_half_dim + x7) * numpy.ceil(x250 * x70)) + numpy.maximum(x249, x252 * (grouped_gemm_inner_half_dim + x70) * numpy.ceil(x250 * x7))) + numpy.maximum(x137 * (x12 + x133 + x230), x103 * x152 * (gemm_half_efficiency_dim + x232) / x232)
+    del x103, x12, x152, x230, x232, x235, x239, x241, x242, x247, x249, x250, x252, x6
+    x254 = (sequence_parallel * x65 + 1) ** (-1.0)
+    x255 = hidden * x254
+    x256 = shared_experts * x233
+    x257 = experts_per_token * x70
+    t_elem = elementwise_traffic_factor * x155 * (16 * x255 * x41 + x74 * (4 * moe_share * tp * (x238 * x257 + x256) + 4 * x73))
+    del x155, x238, x73
+    x258 = vocab * x74
+    x259 = tokens_mb * x258
+    x260 = x137 * (x133 + x259 + x59 * x74)
+    del x59
+    x261 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x258)
+    x262 = x118 * (gemm_half_efficiency_dim + x261) / x261
+    del x118, x261
+    t_logits = low_precision_output_layer * numpy.maximum(x260, x142 * x262) + (1 - low_precision_output_layer) * numpy.maximum(x260, x160 * x262)
+    del x160, x260, x262
+    t_loss = loss_bytes_per_logit * x136 * x259
+    del x259
+    x263 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x136 * (bytes_per_element + x253 * x263) * (shared_experts * x234 + x248)
+    del x248
+    x264 = numpy.maximum(1, lora_rank)
+    x265 = tokens_mb * x264
+    x266 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x264)
+    x267 = numpy.maximum(x137 * (hidden * x264 + x133 + x265), x148 * x264 * (gemm_half_efficiency_dim + x266) / x266)
+    del x148, x266
+    x268 = x29 * x74
+    x269 = numpy.minimum(numpy.minimum(tokens_mb, x264), x268)
+    x270 = x243 * x265
+    del x243
+    x271 = numpy.minimum(numpy.minimum(tokens_mb, x224), x264)
+    x272 = x27 * x74
+    x273 = numpy.minimum(numpy.minimum(tokens_mb, x264), x272)
+    x274 = x30 * x74
+    x275 = numpy.minimum(numpy.minimum(tokens_mb, x264), x274)
+    x276 = numpy.minimum(numpy.minimum(tokens_mb, x227), x264)
+    x277 = x267 + numpy.maximum(x137 * (x227 * x264 + x228 + x265), x227 * x270 * (gemm_half_efficiency_dim + x276) / x276)
+    del x228, x276
+    x278 = numpy.minimum(numpy.minimum(tokens_mb, x233), x264)
+    x279 = x267 + numpy.maximum(x137 * (x233 * x264 + x234 + x265), x233 * x270 * (gemm_half_efficiency_dim + x278) / x278)
+    del x234, x278
+    t_adapter = dense_share * (lora_down * x277 + x277 * x81) + lora_k * (x267 + numpy.maximum(x268 * x270 * (gemm_half_efficiency_dim + x269) / x269, x137 * (tokens_mb * x268 + x264 * x268 + x265))) + lora_o * (x267 + numpy.maximum(x137 * (x224 * x264 + x225 + x265), x224 * x270 * (gemm_half_efficiency_dim + x271) / x271)) + lora_q * (x267 + numpy.maximum(x270 * x272 * (gemm_half_efficiency_dim + x273) / x273, x137 * (tokens_mb * x272 + x264 * x272 + x265))) + lora_v * (x267 + numpy.maximum(x270 * x274 * (gemm_half_efficiency_dim + x275) / x275, x137 * (tokens_mb * x274 + x264 * x274 + x265))) + moe_share * x62 * (lora_down * x279 + x279 * x81)
+    del x225, x264, x265, x267, x268, x269, x270, x271, x272, x273, x274, x275, x277, x279, x62
+    x280 = -stage_params
+    x281 = -stage_embedding_params - x280
+    x282 = full_recompute + 2
+    dequant_mb = dequantize_base * x136 * x281 * x282 * (base_weight_bytes_per_param + bytes_per_element)
+    x283 = -mixer_free_layers * x3 - x54 + 1
+    x284 = routed_copies * x246
+    del routed_copies, x246
+    x285 = cast_bytes_per_element * x162
+    del x162
+    t_cast_fwd = x285 * (dense_share * (hidden + x227) + moe_share * (shared_experts * (hidden + x233) + x284 * (x7 + x70)) + x283 * (hidden + x224) + x54 * (hidden + x221))
+    del x224
+    t_cast_bwd = x285 * (dense_share * (hidden + x227 * x253) + moe_share * (shared_experts * (hidden + x233 * x253) + x284 * (x253 * x70 + x7)) + x283 * (hidden + x150) + x54 * (hidden + x134))
+    del x134, x150, x233, x283, x284, x285
+    x286 = dense_share * t_mlp
+    x287 = moe_share * t_moe
+    x288 = t_proj + t_qkv
+    x289 = x286 + x287 + x288
+    x290 = t_core + t_scores
+    x291 = t_elem + x290
+    x292 = x289 + x291
+    t_layer_fwd = t_adapter + x292
+    x293 = reference_model * (stage_layers * x292 + t_logits)
+    del x292
+    x294 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x295 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x254 * x294
+    x296 = x132 * x290
+    del x132, x290
+    x297 = mlp_matrices ** (-1.0)
+    x298 = recompute_moe * x129
+    x299 = recompute_moe_act * (1 - x298)
+    x300 = kv_heads * x33
+    x301 = -frozen_base * x289 + full_recompute * (t_layer_fwd - x128 * x286 * x297) + x129 * (moe_share * t_moe_act * x299 + recompute_mlp * x286 + recompute_moe * x287 + x131 * (t_elem + t_mlp * x297 + t_proj + t_qkv * x29 / (x27 + x300)) + x296)
+    del t_moe_act, x128, x29, x297
+    x302 = 3 * t_core
+    x303 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x302
+    x304 = numpy.minimum(numpy.minimum(tokens_mb, x217), 2.0 * hidden)
+    x305 = t_mlp * x22
     del t_mlp, x22
-    x303 = t_moe * x19
+    x306 = t_moe * x19
     del t_moe
-    x304 = 3 * t_logits + t_loss
+    x307 = 3 * t_logits + t_loss
     del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x292) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x283 - 2 * x284 - x292 - x298)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x283 + 3 * x284 + x298 + x300) + x290 + x304 + x63 * (full_recompute * (x285 + x288 + x302 + x303) + x128 * x293 + x300 + 3 * x302 + 3 * x303 + x304 + 3 * numpy.maximum(x118 * x141 * (gemm_half_efficiency_dim + x301) / x301, x136 * (2.0 * x132 + x21 * x73 + x216)))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x118, x132, x136, x141, x21, x283, x284, x285, x288, x292, x293, x298, x300, x301, x302, x303
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x290
-    del x290
-    weight_grad_mb = x88 * (stage_layers * x286 + t_logits)
-    del t_logits, x286
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x295) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x286 - 2 * x287 - x295 - x301)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x286 + 3 * x287 + x301 + x303) + x293 + x307 + x64 * (full_recompute * (x288 + x291 + x305 + x306) + x129 * x296 + x303 + 3 * x305 + 3 * x306 + x307 + 3 * numpy.maximum(x119 * x142 * (gemm_half_efficiency_dim + x304) / x304, x137 * (2.0 * x133 + x21 * x74 + x219)))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x119, x133, x137, x142, x21, x286, x287, x288, x291, x295, x296, x301, x303, x304, x305, x306
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x293
+    del x293
+    weight_grad_mb = x89 * (stage_layers * x289 + t_logits)
+    del t_logits, x289
     compute_s = compute_mb * microbatches
-    x305 = stage_layers + x63
-    x306 = 2 * full_recompute
-    x307 = x130 * (2 - sequence_parallel) + x306 + 4
-    x308 = tp_intra_ranks - 1
-    x309 = 2 * intra_latency_s
-    x310 = numpy.minimum(1, x64)
-    del x64
-    x311 = tp_intra_ranks ** (-1.0)
-    x312 = tp * x311 - 1
-    x313 = 2 * inter_latency_s
-    x314 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x315 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x316 = x315 / scale_out_bus_efficiency
-    x317 = bytes_per_element * x316
-    x318 = bytes_per_element * x146 * x308 * x311 * x314 + collective_overhead_s * x310 + 2 * x216 * x312 * x317 + x308 * x309 + x312 * x313
-    del x146, x216, x308, x311, x312
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x305 * x307 * x318 * x41) + x305 * x307 * x318 * x41
-    del x307, x318
-    x319 = 1 - cp_intra
-    x320 = cp_intra * intra_latency_s + inter_latency_s * x319
-    x321 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x322 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x323 = bytes_per_element / (cp_intra * x321 + x319 * x322)
-    del x319
-    x324 = x305 * x56 * (3 * cp - 3) * (x138 * x297 * x323 + x320)
-    del x297, x56
-    x325 = cp - 1
-    x326 = x0 * x323 * x325
-    del x323
-    cp_comm_mb = -cp_overlap * numpy.minimum(x324, x299 * x305) + x279 * x305 * x54 * (x134 * x326 + x219 * x326 + 2 * x320 * x325) + x324
-    del x134, x219, x299, x320, x324, x325, x326, x54
-    x327 = x68 * numpy.minimum(etp, tp_intra_ranks)
-    del x68
-    x328 = 1 - x327
-    x329 = 4 * etp - 4
-    x330 = bytes_per_element * x228
-    x331 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x332 = x331 ** (-1.0)
-    x333 = ep * x332 - 1
-    x334 = 1 - hierarchical_dispatch
-    x335 = x233 + x234
-    del x233, x234
-    x336 = tokens_mb * x335 / a2a_efficiency_factor
-    x337 = x336 * (hierarchical_dispatch * (-x331 * x65 + 1) + x333 * x334 * x65) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x321 * (1 - deepep_dispatch))
+    x308 = stage_layers + x64
+    x309 = 2 * full_recompute
+    x310 = x131 * (2 - sequence_parallel) + x309 + 4
+    x311 = tp_intra_ranks - 1
+    x312 = 2 * intra_latency_s
+    x313 = numpy.minimum(1, x65)
     del x65
-    x338 = 1 - x332
-    del x332
-    x339 = x336 * x338 * x7 * (experts_per_token * x334 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x331 * (1 - x338 ** experts_per_token)))
-    del x334, x336, x338
-    x340 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
-    x341 = moe_share * x305
-    del x305
-    x342 = x341 * (sequence_parallel * (x138 * x329 * x330 / (x321 * x327 + x322 * x328) + x329 * (inter_latency_s * x328 + intra_latency_s * x327)) + (x295 + 2) * (x309 * x333 + x313 * (x331 - 1) + numpy.maximum(x317 * x339, x330 * x337) + numpy.maximum(x228 * x337 * x340, x316 * x339 * x340)))
-    del x138, x228, x317, x327, x328, x329, x330, x331, x333, x337, x339, x340
-    x343 = ep_overlap * numpy.minimum(x342, 3 * t_layer_fwd * x341)
-    del x341
-    ep_comm_mb = comm_sm_fraction * x343 / (1 - comm_sm_fraction) + x342 - x343
-    del x342, x343
-    x344 = 1 - dualpipe
-    x345 = pp - 1
-    x346 = numpy.minimum(1, x345)
-    x347 = microbatches * vp
-    x348 = 1 - pp_intra
-    x349 = 1.0 * bytes_per_element
-    x350 = tokens_mb * x214
-    pp_comm_s = x344 * x346 * (2 * pp + 2 * x347 - 2) * (inter_latency_s * x348 + intra_latency_s * pp_intra + x349 * x350 / (pp_intra * x321 + x322 * x348))
-    del x321, x322, x348
-    x351 = 1 - dp_overlap
-    x352 = numpy.minimum(1, grad_shards - 1)
-    x353 = replica_intra_ranks - 1
-    x354 = replica_intra_ranks ** (-1.0)
-    x355 = shard_ranks ** (-1.0)
-    x356 = x354 * x355
-    x357 = numpy.maximum(1, dp * x356)
-    x358 = x357 - 1
-    x359 = x309 * x353
-    x360 = x313 * x358 + x359
-    x361 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x362 = stage_trainable_expert_params + stage_trainable_params
-    x363 = x361 * numpy.maximum(1.0, x362 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x361) * numpy.maximum(1, stage_layers)
-    del x361
-    x364 = x363 - 1
-    x365 = expert_shard_ranks ** (-1.0)
-    x366 = x354 * x365
-    del x354
-    x367 = numpy.maximum(1, expert_dp_ranks * x366)
-    x368 = x367 - 1
-    x369 = x313 * x368 + x359
-    del x359
-    x370 = 2.0 * grad_comm_bytes_per_param
-    x371 = stage_trainable_expert_params * x370
-    x372 = x314 * x371
-    x373 = x316 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x316
-    x374 = x371 * x373
-    x375 = stage_trainable_params * x370
-    del x370
-    x376 = x314 * x375
-    x377 = x373 * x375
-    x378 = dp_collectives_flat - 1
-    x379 = -x378
-    x380 = x379 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x381 = x378 + x380
-    x382 = (dp_collectives_flat + x380) ** (-1.0)
-    del x380
-    x383 = expert_dp_ranks * x382 - 1
-    x384 = x309 * x381 + x313 * x383
-    x385 = x379 * numpy.minimum(dp, dp_intra_ranks)
-    x386 = (dp_collectives_flat + x385) ** (-1.0)
-    x387 = dp * x386 - 1
-    x388 = x378 + x385
-    del x385
-    x389 = x309 * x388 + x313 * x387
-    del x309, x313
-    x390 = x352 * (x19 * (x353 * x366 * x372 + x364 * x369 + x366 * x368 * x374 / x367 + x369) + x353 * x356 * x376 + x356 * x358 * x377 / x357 + x360 * x364 + x360) + (1 - x352) * (x19 * (x372 * x381 * x382 + x384 + x374 * x383 / expert_dp_ranks) + x2 * x377 * x387 + x364 * (x19 * x384 + x389) + x376 * x386 * x388 + x389)
-    del x2, x353, x356, x357, x358, x360, x366, x367, x368, x369, x372, x374, x376, x377, x381, x382, x383, x384, x386, x387, x388, x389
-    x391 = fsdp_keeps_gathered_under_pp * x346 * zero3
-    del x346
-    x392 = microbatches * (1 - x391)
-    x393 = x379 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x394 = x378 + x393
-    x395 = intra_latency_s * x394
-    x396 = (dp_collectives_flat + x393) ** (-1.0)
-    del x393
-    x397 = expert_shard_ranks * x396 - 1
-    x398 = inter_latency_s * x397
-    x399 = 2 * x395 + 2 * x398
-    x400 = x379 * numpy.minimum(dp_intra_ranks, shard_ranks)
-    del x379
-    x401 = (dp_collectives_flat + x400) ** (-1.0)
-    x402 = shard_ranks * x401 - 1
-    x403 = inter_latency_s * x402
-    x404 = x378 + x400
-    del x378, x400
-    x405 = intra_latency_s * x404
-    x406 = 2 * x403 + 2 * x405
-    x407 = x314 * x394 * x396
-    del x394, x396
-    x408 = x365 * x373 * x397
-    del x365, x397
-    x409 = x314 * x401 * x404
-    del x314, x401, x404
-    x410 = x355 * x373 * x402
-    del x355, x373, x402
-    x411 = x395 + x398
-    del x395, x398
-    x412 = x403 + x405
-    del x403, x405
-    x413 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x88)
-    x414 = base_weight_bytes_per_param * x278 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x278
-    x415 = 1.0 * frozen_base * x414 + x349 * (stage_adapter_params + stage_params * x88) - x413
-    del stage_adapter_params, stage_params, x349, x88
-    x416 = x19 * (x407 * x413 + x408 * x413 + x411) + x364 * (x19 * x411 + x412) + x409 * x415 + x410 * x415 + x412
-    del x411, x412, x413, x415
-    x417 = 1 / 2 * x352 * (x391 + x392) * (x19 * (x371 * x407 + x371 * x408 + x399) + x364 * (x19 * x399 + x406) + x375 * x409 + x375 * x410 + x406) + zero3 * (x391 * x416 + 2 * x392 * x416)
-    del x352, x371, x375, x392, x399, x406, x407, x408, x409, x410, x416
-    x418 = x363 ** (-1.0)
-    del x363
-    x419 = x364 * x418
-    del x364
-    dp_comm_s = dp_overlap * numpy.minimum(x390, numpy.maximum(x390 * x418, -2 * stage_layers * t_layer_fwd * x419 + x390)) + dp_overlap * numpy.minimum(x417, numpy.maximum(x417 * x418, -compute_s * x419 + x417)) + x351 * x390 + x351 * x417
-    del t_layer_fwd, x351, x390, x417, x418, x419
-    x420 = dispatch_host_sync * x241
-    x421 = 2.0 * x19 * x241 * numpy.maximum(0, cuda_graphs - 1)
-    del x19, x241
-    x422 = numpy.maximum(0, cuda_graphs - x421 - 1)
-    x423 = stage_layers * (1 - x422)
-    x424 = host_launch_factor * moe_share * x423 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    x314 = tp_intra_ranks ** (-1.0)
+    x315 = tp * x314 - 1
+    x316 = 2 * inter_latency_s
+    x317 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x318 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x319 = x318 / scale_out_bus_efficiency
+    x320 = bytes_per_element * x319
+    x321 = bytes_per_element * x147 * x311 * x314 * x317 + collective_overhead_s * x313 + 2 * x219 * x315 * x320 + x311 * x312 + x315 * x316
+    del x147, x219, x311, x314, x315
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x308 * x310 * x321 * x41) + x308 * x310 * x321 * x41
+    del x310, x321
+    x322 = 1 - cp_intra
+    x323 = cp_intra * intra_latency_s + inter_latency_s * x322
+    x324 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x325 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x326 = bytes_per_element / (cp_intra * x324 + x322 * x325)
+    del x322
+    x327 = x308 * x57 * (3 * cp - 3) * (x139 * x300 * x326 + x323)
+    del x300, x57
+    x328 = cp - 1
+    x329 = x0 * x326 * x328
+    del x326
+    cp_comm_mb = -cp_overlap * numpy.minimum(x327, x302 * x308) + x282 * x308 * x54 * (x135 * x329 + x222 * x329 + 2 * x323 * x328) + x327
+    del x135, x222, x302, x323, x327, x328, x329, x54
+    x330 = x69 * numpy.minimum(etp, tp_intra_ranks)
+    del x69
+    x331 = 1 - x330
+    x332 = 4 * etp - 4
+    x333 = bytes_per_element * x231
+    x334 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x335 = x334 ** (-1.0)
+    x336 = ep * x335 - 1
+    x337 = 1 - hierarchical_dispatch
+    x338 = x236 + x237
+    del x236, x237
+    x339 = tokens_mb * x338 / a2a_efficiency_factor
+    x340 = x339 * (hierarchical_dispatch * (-x334 * x66 + 1) + x336 * x337 * x66) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x324 * (1 - deepep_dispatch))
     del x66
-    x425 = x420 * x424
-    x426 = compute_mb + tp_comm_mb
-    x427 = microbatches ** (-1.0)
-    x428 = x426 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x422 * x427 + x41 * x423 * (graph_launch_s * x279 * (-x422 + numpy.minimum(1, cuda_graphs - x421)) + layer_overhead_s * (full_recompute + 3))) + x424 * (1 - x420)) / x426) ** host_overlap_exponent) / host_overlap_exponent)
-    del x279, x420, x421, x422, x423, x424
-    x429 = x425 + x428
-    launch_s = microbatches * x429
+    x341 = 1 - x335
+    del x335
+    x342 = x339 * x341 * x7 * (experts_per_token * x337 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x334 * (1 - x341 ** experts_per_token)))
+    del x337, x339, x341
+    x343 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x344 = moe_share * x308
+    del x308
+    x345 = x344 * (sequence_parallel * (x139 * x332 * x333 / (x324 * x330 + x325 * x331) + x332 * (inter_latency_s * x331 + intra_latency_s * x330)) + (x298 + 2) * (x312 * x336 + x316 * (x334 - 1) + numpy.maximum(x320 * x342, x333 * x340) + numpy.maximum(x231 * x340 * x343, x319 * x342 * x343)))
+    del x139, x231, x320, x330, x331, x332, x333, x334, x336, x340, x342, x343
+    x346 = ep_overlap * numpy.minimum(x345, 3 * t_layer_fwd * x344)
+    del x344
+    ep_comm_mb = comm_sm_fraction * x346 / (1 - comm_sm_fraction) + x345 - x346
+    del x345, x346
+    x347 = 1 - dualpipe
+    x348 = pp - 1
+    x349 = numpy.minimum(1, x348)
+    x350 = microbatches * vp
+    x351 = 1 - pp_intra
+    x352 = 1.0 * bytes_per_element
+    x353 = tokens_mb * x217
+    pp_comm_s = x347 * x349 * (2 * pp + 2 * x350 - 2) * (inter_latency_s * x351 + intra_latency_s * pp_intra + x352 * x353 / (pp_intra * x324 + x325 * x351))
+    del x324, x325, x351
+    x354 = 1 - dp_overlap
+    x355 = numpy.minimum(1, grad_shards - 1)
+    x356 = replica_intra_ranks - 1
+    x357 = replica_intra_ranks ** (-1.0)
+    x358 = shard_ranks ** (-1.0)
+    x359 = x357 * x358
+    x360 = numpy.maximum(1, dp * x359)
+    x361 = x360 - 1
+    x362 = x312 * x356
+    x363 = x316 * x361 + x362
+    x364 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x365 = stage_trainable_expert_params + stage_trainable_params
+    x366 = x364 * numpy.maximum(1.0, x365 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x364) * numpy.maximum(1, stage_layers)
+    del x364
+    x367 = x366 - 1
+    x368 = expert_shard_ranks ** (-1.0)
+    x369 = x357 * x368
+    del x357
+    x370 = numpy.maximum(1, expert_dp_ranks * x369)
+    x371 = x370 - 1
+    x372 = x316 * x371 + x362
+    del x362
+    x373 = 2.0 * grad_comm_bytes_per_param
+    x374 = stage_trainable_expert_params * x373
+    x375 = x317 * x374
+    x376 = x319 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x319
+    x377 = x374 * x376
+    x378 = stage_trainable_params * x373
+    del x373
+    x379 = x317 * x378
+    x380 = x376 * x378
+    x381 = dp_collectives_flat - 1
+    x382 = -x381
+    x383 = x382 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x384 = x381 + x383
+    x385 = (dp_collectives_flat + x383) ** (-1.0)
+    del x383
+    x386 = expert_dp_ranks * x385 - 1
+    x387 = x312 * x384 + x316 * x386
+    x388 = x382 * numpy.minimum(dp, dp_intra_ranks)
+    x389 = (dp_collectives_flat + x388) ** (-1.0)
+    x390 = dp * x389 - 1
+    x391 = x381 + x388
+    del x388
+    x392 = x312 * x391 + x316 * x390
+    del x312, x316
+    x393 = x355 * (x19 * (x356 * x369 * x375 + x367 * x372 + x369 * x371 * x377 / x370 + x372) + x356 * x359 * x379 + x359 * x361 * x380 / x360 + x363 * x367 + x363) + (1 - x355) * (x19 * (x375 * x384 * x385 + x387 + x377 * x386 / expert_dp_ranks) + x2 * x380 * x390 + x367 * (x19 * x387 + x392) + x379 * x389 * x391 + x392)
+    del x2, x356, x359, x360, x361, x363, x369, x370, x371, x372, x375, x377, x379, x380, x384, x385, x386, x387, x389, x390, x391, x392
+    x394 = fsdp_keeps_gathered_under_pp * x349 * zero3
+    del x349
+    x395 = microbatches * (1 - x394)
+    x396 = x382 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x397 = x381 + x396
+    x398 = intra_latency_s * x397
+    x399 = (dp_collectives_flat + x396) ** (-1.0)
+    del x396
+    x400 = expert_shard_ranks * x399 - 1
+    x401 = inter_latency_s * x400
+    x402 = 2 * x398 + 2 * x401
+    x403 = x382 * numpy.minimum(dp_intra_ranks, shard_ranks)
+    del x382
+    x404 = (dp_collectives_flat + x403) ** (-1.0)
+    x405 = shard_ranks * x404 - 1
+    x406 = inter_latency_s * x405
+    x407 = x381 + x403
+    del x381, x403
+    x408 = intra_latency_s * x407
+    x409 = 2 * x406 + 2 * x408
+    x410 = x317 * x397 * x399
+    del x397, x399
+    x411 = x368 * x376 * x400
+    del x368, x400
+    x412 = x317 * x404 * x407
+    del x317, x404, x407
+    x413 = x358 * x376 * x405
+    del x358, x376, x405
+    x414 = x398 + x401
+    del x398, x401
+    x415 = x406 + x408
+    del x406, x408
+    x416 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x89)
+    x417 = base_weight_bytes_per_param * x281 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x281
+    x418 = 1.0 * frozen_base * x417 + x352 * (stage_adapter_params + stage_params * x89) - x416
+    del stage_adapter_params, stage_params, x352, x89
+    x419 = x19 * (x410 * x416 + x411 * x416 + x414) + x367 * (x19 * x414 + x415) + x412 * x418 + x413 * x418 + x415
+    del x414, x415, x416, x418
+    x420 = 1 / 2 * x355 * (x394 + x395) * (x19 * (x374 * x410 + x374 * x411 + x402) + x367 * (x19 * x402 + x409) + x378 * x412 + x378 * x413 + x409) + zero3 * (x394 * x419 + 2 * x395 * x419)
+    del x355, x374, x378, x395, x402, x409, x410, x411, x412, x413, x419
+    x421 = x366 ** (-1.0)
+    del x366
+    x422 = x367 * x421
+    del x367
+    dp_comm_s = dp_overlap * numpy.minimum(x393, numpy.maximum(x393 * x421, -2 * stage_layers * t_layer_fwd * x422 + x393)) + dp_overlap * numpy.minimum(x420, numpy.maximum(x420 * x421, -compute_s * x422 + x420)) + x354 * x393 + x354 * x420
+    del t_layer_fwd, x354, x393, x420, x421, x422
+    x423 = dispatch_host_sync * x244
+    x424 = 2.0 * x19 * x244 * numpy.maximum(0, cuda_graphs - 1)
+    del x19, x244
+    x425 = numpy.maximum(0, cuda_graphs - x424 - 1)
+    x426 = stage_layers * (1 - x425)
+    x427 = host_launch_factor * moe_share * x426 * (expert_overhead_s * x67 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    del x67
+    x428 = x423 * x427
+    x429 = compute_mb + tp_comm_mb
+    x430 = microbatches ** (-1.0)
+    x431 = x429 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x425 * x430 + x41 * x426 * (graph_launch_s * x282 * (-x425 + numpy.minimum(1, cuda_graphs - x424)) + layer_overhead_s * (full_recompute + 3))) + x427 * (1 - x423)) / x429) ** host_overlap_exponent) / host_overlap_exponent)
+    del x282, x423, x424, x425, x426, x427
+    x432 = x428 + x431
+    launch_s = microbatches * x432
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x430 = cp_comm_mb + ep_comm_mb + x426 + x429
-    del x426, x429
-    x431 = vp ** (-1.0)
-    x432 = x430 / compute_mb
-    x433 = dualpipe * x427 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x432 + 2 * tp_comm_mb - 3 * weight_grad_mb * x432 + 2 * x425 + 2 * x428) / x430 + x344 * x345 * x427 * x431
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x425, x427, x428, x432
-    bubble_s = microbatches * x430 * x433
-    del x430
-    x434 = stage_trainable_expert_params / expert_optimizer_shards
-    x435 = stage_trainable_params / optimizer_shards
-    optimizer_s = x135 * (x434 + x435) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x135
-    x436 = microbatches * stage_extra_layers * (compute_mb - x304) * (x433 + 1) / stage_layers
-    del compute_mb, x304, x433
-    x437 = dp_comm_s + pp_comm_s
-    x438 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x437
-    x439 = gpus + 0.474798
-    x440 = gpus ** (-1.0)
-    x441 = x439 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x438 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x438 * numpy.maximum(0, -x242 * erfinv(1.71458910109456 * x440 * x441 * (0.0686881539789491 * x441 + 0.112063) - 1 + 1.16023 / x439)) + x436 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x436 + x438)
-    del x436, x439, x441
-    step_time_s = straggler_s + x438
-    del x438
-    x442 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x442
-    x443 = tokens_per_s * x440
-    x444 = model_flops_per_token * x443
-    tflops_per_gpu = 1e-12 * x444
-    mfu = x139 * x444
-    del x444
-    hfu = hardware_flops_per_token * x139 * x443
-    del hardware_flops_per_token, x139, x443
-    x445 = bytes_per_element * x362 * x391
-    del x362, x391
-    x446 = expert_weight_shards ** (-1.0)
-    x447 = base_weight_bytes_per_param * stage_expert_params
-    x448 = weight_shards ** (-1.0)
-    x449 = frozen_base * (x446 * x447 + x448 * (x414 - x447)) + reference_model * (bytes_per_element * stage_expert_params * x446 + bytes_per_element * x448 * (-stage_expert_params - x277)) + stage_trainable_expert_params * weight_bytes_per_param * x446 + stage_trainable_params * weight_bytes_per_param * x448
-    del stage_expert_params, x277, x414, x446, x447, x448
-    weights_bytes = x445 + x449
-    x450 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x433 = cp_comm_mb + ep_comm_mb + x429 + x432
+    del x429, x432
+    x434 = vp ** (-1.0)
+    x435 = x433 / compute_mb
+    x436 = dualpipe * x430 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x435 + 2 * tp_comm_mb - 3 * weight_grad_mb * x435 + 2 * x428 + 2 * x431) / x433 + x347 * x348 * x430 * x434
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x428, x430, x431, x435
+    bubble_s = microbatches * x433 * x436
+    del x433
+    x437 = stage_trainable_expert_params / expert_optimizer_shards
+    x438 = stage_trainable_params / optimizer_shards
+    optimizer_s = x136 * (x437 + x438) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x136
+    x439 = microbatches * stage_extra_layers * (compute_mb - x307) * (x436 + 1) / stage_layers
+    del compute_mb, x307, x436
+    x440 = dp_comm_s + pp_comm_s
+    x441 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x440
+    x442 = gpus + 0.474798
+    x443 = gpus ** (-1.0)
+    x444 = x442 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x441 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x441 * numpy.maximum(0, -x245 * erfinv(1.71458910109456 * x443 * x444 * (0.0686881539789491 * x444 + 0.112063) - 1 + 1.16023 / x442)) + x439 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x439 + x441)
+    del x439, x442, x444
+    step_time_s = straggler_s + x441
+    del x441
+    x445 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x445
+    x446 = tokens_per_s * x443
+    x447 = model_flops_per_token * x446
+    tflops_per_gpu = 1e-12 * x447
+    mfu = x140 * x447
+    del x447
+    hfu = hardware_flops_per_token * x140 * x446
+    del hardware_flops_per_token, x140, x446
+    x448 = bytes_per_element * x365 * x394
+    del x365, x394
+    x449 = expert_weight_shards ** (-1.0)
+    x450 = base_weight_bytes_per_param * stage_expert_params
+    x451 = weight_shards ** (-1.0)
+    x452 = frozen_base * (x449 * x450 + x451 * (x417 - x450)) + reference_model * (bytes_per_element * stage_expert_params * x449 + bytes_per_element * x451 * (-stage_expert_params - x280)) + stage_trainable_expert_params * weight_bytes_per_param * x449 + stage_trainable_params * weight_bytes_per_param * x451
+    del stage_expert_params, x280, x417, x449, x450, x451
+    weights_bytes = x448 + x452
+    x453 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x445 + x450
-    optimizer_state_bytes = optimizer_bytes_per_param * x434 + optimizer_bytes_per_param * x435
-    del x434, x435
-    x451 = remat_keeps_named_only * selective_option * numpy.minimum(1, offloaded_activation_vectors)
-    x452 = bytes_per_element * tokens_mb
-    x453 = hidden * x335
-    x454 = 2 * tokens_mb
-    x455 = tokens_mb * x103
-    x456 = x224 * x455
-    x457 = recompute_mlp * x128
-    x458 = tokens_mb * x453
-    x459 = 4 * x458
-    x460 = heads + kv_heads
-    x461 = kv_heads / heads
-    x462 = x41 * x459
-    x463 = tokens_mb * x253
-    del x253
-    x464 = tokens_mb * x335
-    x465 = dense_share * x224 * (1 - x457)
-    del x224
-    x466 = 1 - recompute_norms
-    x467 = linear_input_bytes + x103 - 2
-    del x103
-    x468 = experts_per_token * x464 * (etp * linear_input_bytes * x7 + x467 * x69) + x463 * x467
-    del x467, x69, x7
-    x469 = micro_batch * x213 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x168) / cp ** 2
-    del x168, x213
-    x470 = tokens_mb * x13
-    x471 = linear_input_bytes * x41 * x458 * x466
-    del x41, x458
-    x472 = lora_rank * x452 * (lora_down + lora_k + lora_o + lora_q + lora_v + x80) + x130 * x454 * (hidden * x79 + 2 * sequence_parallel * x214 * x310 + x453 + x73 * (x129 + x27 + x30)) + (1 - x130) * (-dense_share * x456 * x457 - frozen_base * (linear_input_bytes * tokens_mb * x465 * (1 - lora_down) + x471 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x471 * (1 - numpy.minimum(1, x80))) - heads * recompute_mla_up_proj * x26 * x454 * x73 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x335 * (2 * dropout_masks + 8) + 2 * linear_attention_layers * micro_batch * seq_len * x0 * x3 * x73 * (linear_key_heads * x152 + 68.0 * linear_value_heads + 5 * x42) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x73 * (5 * x49 + x51) + 2 * micro_batch * seq_len * x0 * x73 * (-x13 * (x461 + 1) + x33 * x460) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x32) - mlp_free_layers * x3 * x456 - moe_share * x295 * x468 + moe_share * (-x456 + x468) - moe_share * (linear_input_bytes * x296 + x250 * (2 - x260)) * (x254 * x464 + x463) - recompute_norms * x462 - x40 * x459 - x73 * (x163 + 1) * (x33 * x454 * x460 + x469) + x73 * (ffn * x455 + hidden * tokens_mb * (4 * x461 + 2) + x469 + x470) - (1 - 1 / 2 * linear_input_bytes) * (x454 * x465 + x462 * x466))
-    del dense_share, moe_share, x0, x129, x13, x130, x152, x163, x214, x250, x254, x26, x260, x27, x295, x296, x3, x30, x310, x32, x33, x335, x40, x42, x453, x454, x455, x456, x457, x459, x460, x461, x462, x463, x464, x465, x466, x468, x469, x471, x49, x51, x79, x80
-    x473 = x251 * x470
-    del x251, x470
-    x474 = offloaded_activation_vectors * x473
-    x475 = tokens_mb * x252 * x306 + x128 * (x451 * numpy.maximum(x473, x474) + x472 * (1 - x451))
-    del x128, x252, x306, x473
-    x476 = loss_logit_chunks ** (-1.0)
-    x477 = loss_extra_bytes_per_logit * tokens_mb * x255 * x476 + 4 * x350 * (vocab * x143 * x476 + 1)
-    del x143, x255, x350, x476
-    x478 = stage_layers * x431 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x344 * numpy.minimum(x347, pp * vp + x345 * numpy.minimum(1, vp - 1)))
-    del microbatches, x344, x345, x347, x431
-    activation_bytes = linear_value_heads * x153 * x452 * x73 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x218 * numpy.minimum(1, mamba_layers) + x472 * (full_recompute + x451) + x475 * x478 + x477 + x63 * (x475 + x477) - numpy.where(numpy.greater(x478, 2), x478 - 2, 0.0) * numpy.minimum(x474, x475)
-    del tokens_mb, x153, x218, x451, x452, x472, x474, x475, x477, x478, x63, x73
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x445 + x449 + x450
-    del x445, x449, x450
-    x479 = nodes / (rack_mtbf_s * rack_nodes)
-    x480 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x481 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x482 = x479 + x480 + x481
-    system_mtbf_s = x482 ** (-1.0)
-    x483 = node_repair_s * x479
-    x484 = numpy.exp(-x483)
-    x485 = node_repair_s * x480
-    x486 = -spare_nodes
-    x487 = rack_nodes + x486
-    x488 = x483 * x484
-    del x483
-    x489 = 2 * rack_nodes + x486
-    x490 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x484 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x491 = 3 * rack_nodes + x486
-    x492 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x484 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x493 = 4 * rack_nodes + x486
-    x494 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x484 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x495 = 5 * rack_nodes + x486
-    x496 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x484 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x497 = 6 * rack_nodes + x486
-    x498 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x484 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x499 = 7 * rack_nodes + x486
-    x500 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x484 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x501 = 8 * rack_nodes + x486
-    x502 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x484 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x503 = 9 * rack_nodes + x486
-    x504 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x484 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x505 = 10 * rack_nodes + x486
-    x506 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x484 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x507 = 11 * rack_nodes + x486
-    x508 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x484 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x479 * (x484 * poisson_cdf(-x487, x485) + x488 * poisson_cdf(-x489, x485) + x490 * poisson_cdf(-x491, x485) + x492 * poisson_cdf(-x493, x485) + x494 * poisson_cdf(-x495, x485) + x496 * poisson_cdf(-x497, x485) + x498 * poisson_cdf(-x499, x485) + x500 * poisson_cdf(-x501, x485) + x502 * poisson_cdf(-x503, x485) + x504 * poisson_cdf(-x505, x485) + x506 * poisson_cdf(-x507, x485) + x508 * poisson_cdf(-12 * rack_nodes - x486, x485)) + x480 * (x484 * poisson_cdf(spare_nodes - 1, x485) + x488 * poisson_cdf(-x487 - 1, x485) + x490 * poisson_cdf(-x489 - 1, x485) + x492 * poisson_cdf(-x491 - 1, x485) + x494 * poisson_cdf(-x493 - 1, x485) + x496 * poisson_cdf(-x495 - 1, x485) + x498 * poisson_cdf(-x497 - 1, x485) + x500 * poisson_cdf(-x499 - 1, x485) + x502 * poisson_cdf(-x501 - 1, x485) + x504 * poisson_cdf(-x503 - 1, x485) + x506 * poisson_cdf(-x505 - 1, x485) + x508 * poisson_cdf(-x507 - 1, x485)) + x481)
-    del x479, x480, x481, x484, x485, x486, x487, x488, x489, x490, x491, x492, x493, x494, x495, x496, x497, x498, x499, x500, x501, x502, x503, x504, x505, x506, x507, x508
-    x509 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x510 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x482 * (x509 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x482 * (-manual_restart_s + x509 - x510))) + x509 - x510
-    del x482, x509, x510
+    grads_bytes = x448 + x453
+    optimizer_state_bytes = optimizer_bytes_per_param * x437 + optimizer_bytes_per_param * x438
+    del x437, x438
+    x454 = remat_keeps_named_only * selective_option * numpy.minimum(1, offloaded_activation_vectors)
+    x455 = bytes_per_element * tokens_mb
+    x456 = hidden * x338
+    x457 = 2 * tokens_mb
+    x458 = tokens_mb * x104
+    x459 = x227 * x458
+    x460 = recompute_mlp * x129
+    x461 = tokens_mb * x456
+    x462 = 4 * x461
+    x463 = heads + kv_heads
+    x464 = kv_heads / heads
+    x465 = x41 * x462
+    x466 = tokens_mb * x256
+    del x256
+    x467 = tokens_mb * x338
+    x468 = dense_share * x227 * (1 - x460)
+    del x227
+    x469 = 1 - recompute_norms
+    x470 = cp ** (-2.0)
+    x471 = numpy.maximum(attention_scores_stored, x169)
+    del x169
+    x472 = linear_input_bytes + x104 - 2
+    del x104
+    x473 = experts_per_token * x467 * (etp * linear_input_bytes * x7 + x472 * x70) + x466 * x472
+    del x472, x7, x70
+    x474 = micro_batch * x215 * x470 * x471 * (dropout_masks + 4)
+    del x215
+    x475 = tokens_mb * x13
+    x476 = linear_input_bytes * x41 * x461 * x469
+    del x41, x461
+    x477 = lora_rank * x455 * (lora_down + lora_k + lora_o + lora_q + lora_v + x81) + x131 * x457 * (hidden * x80 + 2 * sequence_parallel * x217 * x313 + x456 + x74 * (x130 + x27 + x30)) + (1 - x131) * (2 * attention_softcap * heads * micro_batch * x214 * x3 * x470 * x471 * x56 * x74 - dense_share * x459 * x460 - frozen_base * (linear_input_bytes * tokens_mb * x468 * (1 - lora_down) + x476 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x476 * (1 - numpy.minimum(1, x81))) - heads * recompute_mla_up_proj * x26 * x457 * x74 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x338 * (2 * dropout_masks + 8) + 2 * linear_attention_layers * micro_batch * seq_len * x0 * x3 * x74 * (linear_key_heads * x153 + 68.0 * linear_value_heads + 5 * x42) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x74 * (5 * x49 + x51) + 2 * micro_batch * seq_len * x0 * x74 * (-x13 * (x464 + 1) + x33 * x463) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x32) - mlp_free_layers * x3 * x459 - moe_share * x298 * x473 + moe_share * (-x459 + x473) - moe_share * (linear_input_bytes * x299 + x253 * (2 - x263)) * (x257 * x467 + x466) - recompute_norms * x465 - x40 * x462 - x74 * (x164 + 1) * (x33 * x457 * x463 + x474) + x74 * (ffn * x458 + hidden * tokens_mb * (4 * x464 + 2) + x474 + x475) - (1 - 1 / 2 * linear_input_bytes) * (x457 * x468 + x465 * x469))
+    del dense_share, moe_share, x0, x13, x130, x131, x153, x164, x214, x217, x253, x257, x26, x263, x27, x298, x299, x3, x30, x313, x32, x33, x338, x40, x42, x456, x457, x458, x459, x460, x462, x463, x464, x465, x466, x467, x468, x469, x470, x471, x473, x474, x476, x49, x51, x56, x80, x81
+    x478 = x254 * x475
+    del x254, x475
+    x479 = offloaded_activation_vectors * x478
+    x480 = tokens_mb * x255 * x309 + x129 * (x454 * numpy.maximum(x478, x479) + x477 * (1 - x454))
+    del x129, x255, x309, x478
+    x481 = loss_logit_chunks ** (-1.0)
+    x482 = loss_extra_bytes_per_logit * tokens_mb * x258 * x481 + 4 * x353 * (vocab * x144 * x481 + 1)
+    del x144, x258, x353, x481
+    x483 = stage_layers * x434 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x347 * numpy.minimum(x350, pp * vp + x348 * numpy.minimum(1, vp - 1)))
+    del microbatches, x347, x348, x350, x434
+    activation_bytes = linear_value_heads * x154 * x455 * x74 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x221 * numpy.minimum(1, mamba_layers) + x477 * (full_recompute + x454) + x480 * x483 + x482 + x64 * (x480 + x482) - numpy.where(numpy.greater(x483, 2), x483 - 2, 0.0) * numpy.minimum(x479, x480)
+    del tokens_mb, x154, x221, x454, x455, x477, x479, x480, x482, x483, x64, x74
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x448 + x452 + x453
+    del x448, x452, x453
+    x484 = nodes / (rack_mtbf_s * rack_nodes)
+    x485 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x486 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x487 = x484 + x485 + x486
+    system_mtbf_s = x487 ** (-1.0)
+    x488 = node_repair_s * x484
+    x489 = numpy.exp(-x488)
+    x490 = node_repair_s * x485
+    x491 = -spare_nodes
+    x492 = rack_nodes + x491
+    x493 = x488 * x489
+    del x488
+    x494 = 2 * rack_nodes + x491
+    x495 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x489 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x496 = 3 * rack_nodes + x491
+    x497 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x489 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x498 = 4 * rack_nodes + x491
+    x499 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x489 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x500 = 5 * rack_nodes + x491
+    x501 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x489 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x502 = 6 * rack_nodes + x491
+    x503 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x489 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x504 = 7 * rack_nodes + x491
+    x505 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x489 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x506 = 8 * rack_nodes + x491
+    x507 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x489 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x508 = 9 * rack_nodes + x491
+    x509 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x489 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x510 = 10 * rack_nodes + x491
+    x511 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x489 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x512 = 11 * rack_nodes + x491
+    x513 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x489 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x484 * (x489 * poisson_cdf(-x492, x490) + x493 * poisson_cdf(-x494, x490) + x495 * poisson_cdf(-x496, x490) + x497 * poisson_cdf(-x498, x490) + x499 * poisson_cdf(-x500, x490) + x501 * poisson_cdf(-x502, x490) + x503 * poisson_cdf(-x504, x490) + x505 * poisson_cdf(-x506, x490) + x507 * poisson_cdf(-x508, x490) + x509 * poisson_cdf(-x510, x490) + x511 * poisson_cdf(-x512, x490) + x513 * poisson_cdf(-12 * rack_nodes - x491, x490)) + x485 * (x489 * poisson_cdf(spare_nodes - 1, x490) + x493 * poisson_cdf(-x492 - 1, x490) + x495 * poisson_cdf(-x494 - 1, x490) + x497 * poisson_cdf(-x496 - 1, x490) + x499 * poisson_cdf(-x498 - 1, x490) + x501 * poisson_cdf(-x500 - 1, x490) + x503 * poisson_cdf(-x502 - 1, x490) + x505 * poisson_cdf(-x504 - 1, x490) + x507 * poisson_cdf(-x506 - 1, x490) + x509 * poisson_cdf(-x508 - 1, x490) + x511 * poisson_cdf(-x510 - 1, x490) + x513 * poisson_cdf(-x512 - 1, x490)) + x486)
+    del x484, x485, x486, x489, x490, x491, x492, x493, x494, x495, x496, x497, x498, x499, x500, x501, x502, x503, x504, x505, x506, x507, x508, x509, x510, x511, x512, x513
+    x514 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x515 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x487 * (x514 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x487 * (-manual_restart_s + x514 - x515))) + x514 - x515
+    del x487, x514, x515
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x511 = checkpoint_bytes * x440
-    x512 = x291 * x511
-    x513 = ckpt_async * x512
-    x514 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x515 = ckpt_sync * x514
-    x516 = x315 * x511
-    del x315, x511
-    x517 = ckpt_in_memory * (x512 + x516)
-    del x512
-    x518 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x519 = grad_bytes_per_param * trainable_params * x440
-    del x440
-    x520 = optimizer_s - step_time_s
-    x521 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x291 * x519 / (1 - (1 - numpy.minimum(1, x518)) ** gockpt_steps) + x520)
-    del x291
-    checkpoint_stall_s = x513 + x515 + x517 + x521
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x513 + 2 * x515 + 2 * x517 + 2 * x521))
-    x522 = ckpt_async * x514
-    x523 = system_mtbf_s ** (-1.0)
-    x524 = checkpoint_stall_s * x523
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x519 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x520))) / numpy.log(1 - numpy.minimum(0.999999999999, x518))))) - 1) + 1
-    del x518, x519, x520
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x514) + x522), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x513 + 1 / 2 * x515 + 1 / 2 * x517 + 1 / 2 * x521), -checkpoint_stall_s + young_interval_s * (1 / 6 * x242 * numpy.sqrt(x524) + 1 / 18 * x524 + 1), system_mtbf_s)))
-    del x242, x513, x515, x517, x521
-    commit_latency_s = ckpt_gockpt * (step_time_s + x514) + x522
-    del x514, x522
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x516 + failure_restart_s
-    del failure_restart_s, x516
-    x525 = seq_len / critical_batch_tokens
-    steps = tokens * x100 * (global_batch * x525 + 1) / (global_batch * token_efficiency * (reference_batch * x525 + 1))
-    del x100, x525
+    x516 = checkpoint_bytes * x443
+    x517 = x294 * x516
+    x518 = ckpt_async * x517
+    x519 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x520 = ckpt_sync * x519
+    x521 = x318 * x516
+    del x318, x516
+    x522 = ckpt_in_memory * (x517 + x521)
+    del x517
+    x523 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x524 = grad_bytes_per_param * trainable_params * x443
+    del x443
+    x525 = optimizer_s - step_time_s
+    x526 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x294 * x524 / (1 - (1 - numpy.minimum(1, x523)) ** gockpt_steps) + x525)
+    del x294
+    checkpoint_stall_s = x518 + x520 + x522 + x526
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x518 + 2 * x520 + 2 * x522 + 2 * x526))
+    x527 = ckpt_async * x519
+    x528 = system_mtbf_s ** (-1.0)
+    x529 = checkpoint_stall_s * x528
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x524 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x525))) / numpy.log(1 - numpy.minimum(0.999999999999, x523))))) - 1) + 1
+    del x523, x524, x525
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x519) + x527), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x518 + 1 / 2 * x520 + 1 / 2 * x522 + 1 / 2 * x526), -checkpoint_stall_s + young_interval_s * (1 / 6 * x245 * numpy.sqrt(x529) + 1 / 18 * x529 + 1), system_mtbf_s)))
+    del x245, x518, x520, x522, x526
+    commit_latency_s = ckpt_gockpt * (step_time_s + x519) + x527
+    del x519, x527
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x521 + failure_restart_s
+    del failure_restart_s, x521
+    x530 = seq_len / critical_batch_tokens
+    steps = tokens * x101 * (global_batch * x530 + 1) / (global_batch * token_efficiency * (reference_batch * x530 + 1))
+    del x101, x530
     solve_time_s = step_time_s * steps
-    x526 = numpy.exp(commit_latency_s * x523)
-    x527 = numpy.exp(x523 * (checkpoint_interval_s + checkpoint_stall_s))
-    x528 = solve_time_s * x526 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x526 + x528 * (x527 - 1) - 1) * numpy.exp(restart_s * x523)
-    del x526
-    failure_stepping_s = system_mtbf_s * x528 * (x527 - numpy.exp(x524))
-    del x524, x527, x528
+    x531 = numpy.exp(commit_latency_s * x528)
+    x532 = numpy.exp(x528 * (checkpoint_interval_s + checkpoint_stall_s))
+    x533 = solve_time_s * x531 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x531 + x533 * (x532 - 1) - 1) * numpy.exp(restart_s * x528)
+    del x531
+    failure_stepping_s = system_mtbf_s * x533 * (x532 - numpy.exp(x529))
+    del x529, x532, x533
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x529 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x529)
-    x530 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x530 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x530
-    del x530
-    expected_failures = failure_wall_s * x523
-    del x523
+    x534 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x534)
+    x535 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x535 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x535
+    del x535
+    expected_failures = failure_wall_s * x528
+    del x528
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x529
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x534
     del failure_stepping_s
-    x531 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x442 * (cp_comm_s + ep_comm_s + tp_comm_s + x437) + compute_power_fraction * compute_s * x442)
-    del x437, x442
-    x532 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x531)
+    x536 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x445 * (cp_comm_s + ep_comm_s + tp_comm_s + x440) + compute_power_fraction * compute_s * x445)
+    del x440, x445
+    x537 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x536)
     del stepping_s
-    energy_gpu_j = gpus * x532
-    x533 = network_power_per_node_w + node_overhead_power_w
-    x534 = nodes * x533
+    energy_gpu_j = gpus * x537
+    x538 = network_power_per_node_w + node_overhead_power_w
+    x539 = nodes * x538
     del nodes
-    x535 = spare_nodes * (gpus_per_node * idle_power_w + x533) + x534
-    del x533
-    energy_it_j = energy_gpu_j + wall_time_s * x535
-    energy_facility_j = energy_it_j * pue
-    x536 = eval_time_s + rollbacks * x529
-    del x529
-    x537 = pue * (gpu_step_power_w * gpus + x534)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x534) * (-failure_wall_s - x531 - x536) - solve_time_s * x537 - x536 * x537
-    del failure_wall_s, x534, x536, x537
-    x538 = wall_time_s ** (-1.0)
-    gpu_power_w = x532 * x538
-    del x532
-    avg_power_w = energy_facility_j * x538
+    x540 = spare_nodes * (gpus_per_node * idle_power_w + x538) + x539
     del x538
-    peak_power_w = pue * (gpus * max_power_w + x535)
-    del x535
-    x539 = gpus + gpus_per_node * spare_nodes
-    x540 = 0.000277777777777778 * x539
-    gpu_hours = wall_time_s * x540
-    cost_cloud_usd = price_usd_per_gpu_hour * x540 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x531), wall_time_s)
-    del x531, x540
-    x541 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x541 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x539)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x540
+    energy_facility_j = energy_it_j * pue
+    x541 = eval_time_s + rollbacks * x534
+    del x534
+    x542 = pue * (gpu_step_power_w * gpus + x539)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x539) * (-failure_wall_s - x536 - x541) - solve_time_s * x542 - x541 * x542
+    del failure_wall_s, x539, x541, x542
+    x543 = wall_time_s ** (-1.0)
+    gpu_power_w = x537 * x543
+    del x537
+    avg_power_w = energy_facility_j * x543
+    del x543
+    peak_power_w = pue * (gpus * max_power_w + x540)
+    del x540
+    x544 = gpus + gpus_per_node * spare_nodes
+    x545 = 0.000277777777777778 * x544
+    gpu_hours = wall_time_s * x545
+    cost_cloud_usd = price_usd_per_gpu_hour * x545 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x536), wall_time_s)
+    del x536, x545
+    x546 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x546 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x544)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x539 * x541
-    del x539, x541
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x544 * x546
+    del x544, x546
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

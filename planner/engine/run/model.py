@@ -430,7 +430,8 @@ def _kernel_fallback(x: dict):
     size): :func:`formulas.compute.attention_kernel_fallback`."""
     return compute.attention_kernel_fallback(x["attention_sinks"], x["fused_attention_sinks"],
                                              x["head_dim"], x["v_head_dim"],
-                                             x["fused_head_dim_max"])
+                                             x["fused_head_dim_max"], x["attention_softcap"],
+                                             x["fused_attention_softcap"])
 
 
 def _scores_stored(x: dict):
@@ -505,10 +506,12 @@ def _softmax_core_times(x: dict, t) -> tuple:
     # (selective recompute) written and read within the forward and again in the
     # recomputed forward (Korthikanti et al. 2022, arXiv:2205.05198 s5: QK^T, softmax,
     # softmax dropout and attention over V recomputed); windowed layers too when the fused
-    # kernel cannot skip their blocks
+    # kernel cannot skip their blocks; soft-capped logits (Gemma 2) add the tanh pass
     scores = ((softmax - windowed) * unfused
               + windowed * maximum(unfused, 1 - x["fused_window_attention"])) * _memory_bound(
-        x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
+        x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"])
+        + x["attention_softcap"] * compute.softcap_scores_bytes(s, x["micro_batch"],
+                                                                x["heads"], tp, x["cp"]))
     return core, scores
 
 
@@ -1206,12 +1209,15 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
             s, b, x["mamba_heads"], x["mamba_head_dim"], x["mamba_state_dim"],
             x["mamba_groups"], tp)
     # the softmax-attention tensors only in the softmax-attention layers (not in the linear-
-    # attention, Mamba and MLP-only ones); in a hybrid model's one-part layers no MLP
+    # attention, Mamba and MLP-only ones), with the tanh output of soft-capped logits where
+    # the scores are kept (Gemma 2 unfused); in a hybrid model's one-part layers no MLP
     # tensors in the mixer-only ones, one norm each (its input and output)
     one_part = (x["mixer_free_layers"] + x["mlp_free_layers"]) / x["layers"]
     layer_act = layer_act - (1 - softmax_share(x)) * memory.softmax_attention_activation_bytes(
         s, b, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
         _scores_stored(x), x["dropout_masks"]) \
+        + softmax_share(x) * x["attention_softcap"] * _scores_stored(x) \
+        * memory.softcap_activation_bytes(s, b, x["heads"], tp) \
         - x["mlp_free_layers"] / x["layers"] * memory.mlp_activation_bytes(
             s, b, x["ffn"], x["mlp_matrices"], tp) \
         - one_part * memory.norm_output_activation_bytes(s, b, h, tp, x["sequence_parallel"])

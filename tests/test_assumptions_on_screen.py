@@ -161,3 +161,27 @@ def test_accelerator_neutral_words():
     row = {"hardware": "tpu-v6e", "gpus": 256, "wall_days": 3.0, "cost_usd": 1e6,
            "peak_power_mw": 0.2}
     assert plan_text(row).startswith("tpu-v6e x 256 chips:")
+
+
+def test_a_low_precision_recipe_states_which_gemms_it_runs_low(capsys):
+    """The BF16 share of a recipe moves a run by 9-13 % (NVFP4 on Llama 3.1 70B, docs/
+    catalog.md) and is a default the user may not know: the assumed line and the JSON say
+    it; 16-bit recipes add nothing."""
+    base = ["evaluate", "-m", "llama3.1-8b", "-H", "gb200", "-n", "8"]
+    out, err = _run(capsys, *base, "--precision", "nvfp4", "-f", "json")
+    said = json.loads(out)["assumptions"]["precision"]
+    assert said.startswith("nvfp4: every transformer layer's linear GEMMs at FP4")
+    assert "nvfp4-bf16-tail" in said
+    line = next(li for li in err.splitlines() if "assumed:" in li)
+    assert f"precision {said}, network" in line
+    out, _ = _run(capsys, *base, "--precision", "nvfp4-bf16-tail", "-f", "json")
+    assert json.loads(out)["assumptions"]["precision"].startswith(
+        "nvfp4-bf16-tail: 85 % of the transformer layers' linear GEMM FLOPs at FP4")
+    out, err = _run(capsys, *base, "-f", "json")
+    assert json.loads(out)["assumptions"]["precision"] is None
+    assert "precision" not in next(li for li in err.splitlines() if "assumed:" in li)
+    table, _ = _run(capsys, "plan", "--model", "llama3.1-8b", "--hardware", "gb200",
+                    "--min-gpus", "8", "--max-gpus", "8", "--tokens", "1e9",
+                    "--precision", "mxfp8")
+    head = " ".join(table.split("Winners per objective")[0].split())
+    assert "precision mxfp8: every transformer layer's linear GEMMs at FP8" in head

@@ -126,7 +126,7 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     assumed = assumptions(catalog, model=o["model"], stack=row["stack"], site=o["site"],
                           site_class=o["site_class"], hardware=[o["hardware"]],
                           extra=overrides, cost_basis=owned["basis"], pricing=o["pricing"],
-                          provider=o["provider"], confidence=None)
+                          provider=o["provider"], confidence=None, precision=o["precision"])
     run = ResolvedRun(row=row, inputs=inputs, echo=echo,
                       catalog_version=str(getattr(catalog, "version", "")),
                       price=quote.as_dict(), rent_vs_buy=owned, assumptions=assumed,

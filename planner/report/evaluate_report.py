@@ -235,9 +235,10 @@ def assumptions_text(echo: dict, price: str, assumed: dict) -> str:
     basis = "TCO (owned cluster)" if assumed["cost_basis"] == "tco" else "cloud"
     site_class = ("its own PUE" if assumed["site_class"] == "site"
                   else f"class {assumed['site_class']}")
+    precision = f"precision {assumed['precision']}, " if assumed.get("precision") else ""
     return (f"assumed: {count_text(echo['tokens'])} tokens, global batch "
             f"{echo['global_batch']:,} x {echo['seq_len']:,}-token sequences "
-            f"({count_text(batch)} tokens a step), stack {assumed['stack']}, network "
+            f"({count_text(batch)} tokens a step), stack {assumed['stack']}, {precision}network "
             f"{assumed['network']}, site {echo['site']} ({site_class}, PUE "
             f"{assumed['pue']:.2f}, grid {assumed['grid_intensity_g_per_kwh']:,.0f} g/kWh), "
             f"cost by {basis} at {price}{commitment_text(assumed)}, nominal run")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from planner.engine.economics import ownership
 from planner.engine.economics.pricing import commitment_term_s
 from planner.engine.inputs.defaults import DEFAULTS, MOE_STACK, cuda_part, stack_of
-from planner.engine.inputs.scenario import stack_for_precision
+from planner.engine.inputs.scenario import LOW_PRECISIONS, precision_recipe, stack_for_precision
 
 
 def network_text(catalog, hardware: list[str], extra: dict) -> str:
@@ -64,6 +64,27 @@ def stack_hint(catalog, model: str, stack: str) -> str | None:
             "runs better")
 
 
+def precision_text(precision) -> str | None:
+    """How a low-precision recipe splits the GEMMs, the default a user may not know
+    (None for the 16-bit and TF32 recipes): 'nvfp4: every transformer layer's linear GEMMs
+    at FP4, ...' or 'fp8-hpu: 73 % of the transformer layers' linear GEMM FLOPs at FP8,
+    ...' (the output layer's precision is the stack's, ``low_precision_output_layer``)."""
+    if not isinstance(precision, str):
+        return None
+    r = precision_recipe(precision)
+    if r.gemm_precision not in LOW_PRECISIONS:
+        return None
+    at = r.gemm_precision.upper()
+    share = ("every transformer layer's linear GEMMs" if r.low_precision_share == 1 else
+             f"{100 * r.low_precision_share:.0f} % of the transformer layers' linear GEMM "
+             "FLOPs")
+    rest = "the attention core" if r.low_precision_share == 1 else "the rest and the attention core"
+    text = f"{precision}: {share} at {at}, {rest} in BF16"
+    if precision in ("fp4", "nvfp4"):  # NVIDIA's accuracy recipe beside the frameworks' one
+        text += " (nvfp4-bf16-tail keeps the final ~15 % of the layers in BF16)"
+    return text
+
+
 def assumptions(catalog, *, model: str, stack: str, site: str, site_class: str,
                 hardware: list[str], extra: dict, cost_basis: str, pricing: str,
                 provider: str, confidence: float | None, precision=None) -> dict:
@@ -83,7 +104,8 @@ def assumptions(catalog, *, model: str, stack: str, site: str, site_class: str,
            # the nominal run (every input at its catalog value) is not the model's median
            "quantile_label": "nominal" if confidence is None else f"P{100 * confidence:.6g}",
            "commitment": commitment(pricing, cost_basis, extra),
-           "stack_hint": stack_hint(catalog, model, label)}
+           "stack_hint": stack_hint(catalog, model, label),
+           "precision": precision_text(precision)}
     return out
 
 
@@ -121,7 +143,8 @@ def assumptions_line(a: dict) -> str:
     site_class = ("its own PUE" if a["site_class"] == "site" else f"class {a['site_class']}")
     quantile = ("nominal run (not the P50 of the uncertainty model)" if a["quantile"] is None
                 else f"quantile P{100 * a['quantile']:.6g} (uncertainty model)")
-    return (f"stack {a['stack']}, network {a['network']}, site {a['site']} ({site_class}, "
+    precision = f"precision {a['precision']}, " if a.get("precision") else ""
+    return (f"stack {a['stack']}, {precision}network {a['network']}, site {a['site']} ({site_class}, "
             f"PUE {a['pue']:.2f}, grid {a['grid_intensity_g_per_kwh']:,.0f} g/kWh), cost by "
             f"{a['cost_basis']} at {a['pricing']} prices ({a['provider']})"
             f"{commitment_text(a)}, {quantile}")

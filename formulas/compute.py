@@ -1834,20 +1834,23 @@ def backward_time(forward_time_s):
          "copy the same cast writes, TE's cast_transpose); Micikevicius et al. 2022 (FP8 "
          "formats), arXiv:2209.05433 s4; row- and block-wise scales quantise each direction "
          "on its own: DeepSeek-V3, arXiv:2412.19437 s3.3.2 (1x128 tiles, and 128x1 for the "
-         "backward), OCP Microscaling Formats (MX) v1.0 (32-element blocks along K)",
+         "backward), OCP Microscaling Formats (MX) v1.0 (32-element blocks along K); one "
+         "copy when the weight gradient stays in high precision: torchao.float8 recipe "
+         "rowwise_with_gw_hp (pytorch/ao@36027d82 docs/source/workflows/training.md)",
          domain={"cast_passes": ">=0", "low_bytes": ">0", "low_precision_share": "[0,1]",
-                 "high_bytes": ">0"},
+                 "high_bytes": ">0", "quantised_copies": ">=1"},
          symbols={"cast_passes": "p_c", "low_bytes": "b_q", "low_precision_share": "s_q",
-                  "high_bytes": "b_{16}"}, result_latex="b_{cast}")
+                  "high_bytes": "b_{16}", "quantised_copies": "n_q"}, result_latex="b_{cast}")
 def quantisation_cast_bytes_per_element(cast_passes, low_bytes, low_precision_share,
-                                        high_bytes=2):
+                                        high_bytes=2, quantised_copies=2):
     """HBM bytes a low-precision recipe moves to quantise one element of a GEMM input.
 
     Each pass reads the 16-bit element; the quantised copy for this GEMM and its transpose
-    for the backward's other GEMM are written once each.  A per-tensor scale (p_c = 1)
-    writes both in one pass; row- or block-wise scales (p_c = 2) quantise each direction
-    in its own pass.  Only the recipe's low-precision share of the GEMMs casts; 16-bit
-    recipes (p_c = 0) cast nothing.
+    for the backward's other GEMM are written once each (n_q = 2; one, n_q = 1, where the
+    other GEMM, the weight gradient, stays in high precision).  A per-tensor scale
+    (p_c = 1) writes both in one pass; row- or block-wise scales (p_c = 2) quantise each
+    direction in its own pass.  Only the recipe's low-precision share of the layers casts;
+    16-bit recipes (p_c = 0) cast nothing.
 
     Parameters
     ----------
@@ -1856,9 +1859,12 @@ def quantisation_cast_bytes_per_element(cast_passes, low_bytes, low_precision_sh
     low_bytes : numeric
         Bytes of a quantised element, scales included b_q [B].
     low_precision_share : numeric
-        Share of the GEMMs in low precision s_q [1].
+        Share of the layers whose GEMM inputs are quantised s_q [1].
     high_bytes : numeric
         Bytes of the 16-bit element b_16 [B].
+    quantised_copies : numeric
+        Quantised copies written n_q: 2, or 1 with the weight gradient in high precision
+        [1].
 
     Returns
     -------
@@ -1867,19 +1873,23 @@ def quantisation_cast_bytes_per_element(cast_passes, low_bytes, low_precision_sh
 
     Examples
     --------
-    Per-tensor FP8: a 2-byte read, a 1-byte copy and its 1-byte transpose:
+    Per-tensor FP8: a 2-byte read, a 1-byte copy and its 1-byte transpose; row-wise
+    scales, each direction in its own pass; row-wise for the forward and input-gradient
+    GEMMs only (torchao's rowwise_with_gw_hp):
 
     >>> quantisation_cast_bytes_per_element(1, 1.0, 1.0)
     4.0
     >>> quantisation_cast_bytes_per_element(2, 1.0, 1.0)
     6.0
+    >>> quantisation_cast_bytes_per_element(1, 1.0, 1.0, quantised_copies=1)
+    3.0
     >>> quantisation_cast_bytes_per_element(0, 2.0, 1.0)
     0.0
 
-    .. math:: b_{cast} = s_q\\, \\min(p_c, 1)\\, (p_c\\, b_{16} + 2\\, b_q)
+    .. math:: b_{cast} = s_q\\, \\min(p_c, 1)\\, (p_c\\, b_{16} + n_q\\, b_q)
     """
     return low_precision_share * minimum(cast_passes, 1) * (cast_passes * high_bytes
-                                                             + 2 * low_bytes)
+                                                             + quantised_copies * low_bytes)
 
 
 @formula(reference="torch.utils.checkpoint (PyTorch >= 2.1): non-reentrant checkpoint "

@@ -32,7 +32,8 @@ class Recipe:
 
     name: str
     gemm_precision: str  # the peak the low-precision GEMMs run at (GEMM_PRECISIONS)
-    low_precision_share: float  # share of the linear layers' GEMM FLOPs at gemm_precision [1]
+    low_precision_share: float  # share of the linear layers (their GEMM FLOPs) at
+    #                             gemm_precision [1]
     cached_input_bytes: float  # bytes per element of a cached GEMM input (low-precision part) [B]
     gemm_rate_factor: float  # low-precision GEMM rate (scaling and casts included) over the
     #                          per-tensor-scaled path's at the same peak [1]
@@ -47,6 +48,15 @@ class Recipe:
     estimate: bool
     note: str
     aliases: tuple[str, ...] = ()  # other names users type for it ('bfloat16', 'fp8-delayed')
+    wgrad_high_precision: int = 0  # 1: the weight-gradient GEMMs stay in 16-bit (their
+    #                                inputs cached in 16-bit; torchao rowwise_with_gw_hp)
+
+    @property
+    def gemm_flop_share(self) -> float:
+        """Share of the linear layers' GEMM FLOPs at ``gemm_precision`` [1]: the layers'
+        share, less the weight-gradient GEMMs' third of each layer's FLOPs where they stay
+        in 16-bit."""
+        return self.low_precision_share * (1 - self.wgrad_high_precision / 3)
 
 
 def _row(r: dict) -> Recipe:
@@ -59,7 +69,8 @@ def _row(r: dict) -> Recipe:
                     requires=split(r["requires"]), vendors=split(r["vendors"]),
                     stack_flag=r["stack_flag"] or "", source=r["source"],
                     as_of=date.fromisoformat(r["as_of"]), estimate=r["estimate"] == "true",
-                    note=r["note"], aliases=split(r.get("aliases")))
+                    note=r["note"], aliases=split(r.get("aliases")),
+                    wgrad_high_precision=int(r.get("wgrad_high_precision") or 0))
     if recipe.gemm_precision not in GEMM_PRECISIONS or not set(recipe.requires) <= set(
             GEMM_PRECISIONS):
         raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: unknown precision")
@@ -68,6 +79,11 @@ def _row(r: dict) -> Recipe:
     if not 0 < recipe.gemm_rate_factor <= 1:
         raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: gemm_rate_factor "
                          "outside (0, 1]")
+    if recipe.wgrad_high_precision not in (0, 1) or (
+            recipe.wgrad_high_precision and recipe.cached_input_bytes != 2):
+        raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: wgrad_high_precision "
+                         "is 0 or 1, and 1 caches 2-byte inputs (the weight gradient reads "
+                         "them)")
     if recipe.cast_passes not in (0, 1, 2) or (recipe.cast_passes == 0) != (
             recipe.gemm_precision in ("bf16", "tf32")):
         raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: cast_passes must be 0 for "

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from formulas.compute import mixed_precision_peak
 from hardware_catalog import load_catalog
-from hardware_catalog.recipes import GEMM_PRECISIONS, RECIPES_CSV, load_recipes
+from hardware_catalog.recipes import GEMM_PRECISIONS, RECIPES_CSV, load_recipes, recipe_name
 from planner.analysis.validate import maxtext_check, quantised_speedup_check
 from planner.engine.inputs import scenario
 from planner.engine.inputs.defaults import PRECISIONS
@@ -642,3 +642,30 @@ def test_precisions_as_frameworks_spell_them_name_their_recipe(typed, name, caps
 def test_a_precision_nobody_names_keeps_its_did_you_mean(capsys):
     code, _, err = run_cli(capsys, *_eval("--precision", "fp8x"))
     one_line_usage_error(code, err, "--precision 'fp8x' is not one of", "did you mean")
+
+
+def test_the_weight_gradient_in_high_precision_recipe(cat):
+    """torchao's rowwise_with_gw_hp: row-wise FP8 for the forward and input-gradient GEMMs,
+    the weight gradient in BF16 - two thirds of the GEMM FLOPs at the FP8 peak (at the
+    rowwise rate), 16-bit inputs kept for the backward, one row-wise pass writing one
+    quantised copy of each GEMM input."""
+    from planner.engine.inputs.scenario import gemm_efficiency
+
+    recipes = load_recipes()
+    gw, rw = recipes["fp8-rowwise-gw-hp"], recipes["fp8-rowwise"]
+    assert recipe_name("rowwise_with_gw_hp") == recipe_name("Float8 rowwise-with-gw-hp") \
+        == "fp8-rowwise-gw-hp"
+    assert gw.gemm_flop_share == pytest.approx(2 / 3) and rw.gemm_flop_share == 1
+    assert gw.gemm_rate_factor == rw.gemm_rate_factor
+    x = {p: base_inputs(cat, RunChoices(model="llama3-8b", hardware="mi300x", precision=p))
+         for p in ("bf16", "fp8-rowwise", "fp8-rowwise-gw-hp")}
+    assert x["fp8-rowwise-gw-hp"]["linear_input_bytes"] == 2.0
+    assert x["fp8-rowwise"]["linear_input_bytes"] == 1.0
+    assert x["fp8-rowwise-gw-hp"]["cast_bytes_per_element"] == pytest.approx(2 + 1)
+    acc = cat.accelerator("mi300x")
+    low = gemm_efficiency(acc, "fp8") * rw.gemm_rate_factor
+    assert x["fp8-rowwise-gw-hp"]["peak_flops_per_s"] == pytest.approx(mixed_precision_peak(
+        2 / 3, acc.peak_fp8_flops_per_s.value, acc.peak_bf16_flops_per_s.value, low,
+        gemm_efficiency(acc, "bf16")), rel=1e-12)
+    assert x["bf16"]["peak_flops_per_s"] < x["fp8-rowwise-gw-hp"]["peak_flops_per_s"] \
+        < x["fp8-rowwise"]["peak_flops_per_s"]

@@ -124,12 +124,14 @@ SitesOption = Annotated[str, typer.Option(
     "all, and ranks them.")]
 PrecisionOption = Annotated[str, typer.Option(
     help="GEMM precision recipe (hardware_catalog/data/precisions/recipes.csv): bf16 | fp16 | "
-    "fp8 | fp8-cs | fp8-ds | fp8-block | fp8-rowwise | mxfp8 | fp8-mx | fp6 | mxfp6 | fp4 | nvfp4 | mxfp4 | "
+    "fp8 | fp8-cs | fp8-ds | fp8-block | fp8-rowwise | fp8-rowwise-gw-hp | mxfp8 | fp8-mx | fp6 | "
+    "mxfp6 | fp4 | nvfp4 | mxfp4 | "
     "nvfp4-bf16-tail | int8 | fp8-hpu | tf32 (each where the accelerator has its peak; int8 "
     "with a stack that trains in int8, e.g. maxtext-xla; fp4 and nvfp4 every layer, as the "
     "frameworks default; nvfp4-bf16-tail keeps the final ~15 % of the layers in BF16; fp8-hpu, "
     "Intel Gaudi's default, the MLP down-projection; fp8-rowwise, torchao's row-wise "
-    "scaled FP8 at a lower GEMM rate).")]
+    "scaled FP8 at a lower GEMM rate; fp8-rowwise-gw-hp, the same with the weight "
+    "gradients in BF16).")]
 GpusPerNodeOption = Annotated[int, typer.Option(
     help="GPUs per node (default: the accelerator's node); NIC bandwidth per GPU is kept.")]
 NicGbpsOption = Annotated[float, typer.Option(

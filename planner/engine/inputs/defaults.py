@@ -18,8 +18,10 @@ from planner.engine.inputs.layout_rules import PREFERRED_LAYOUT as _PREFERRED
 #: nvfp4-bf16-tail (NVIDIA's accuracy recipe, arXiv:2509.25149: the final ~15 % of the
 #: linear layers kept in BF16); weights, gradients, optimizer state and stored activations
 #: keep their execution.toml bytes; int8 (AQT-style int8 training, on stacks that do it); fp8-hpu
-#: (Intel Gaudi's default FP8 coverage: the MLP down-projection stays BF16).
-PRECISIONS = ("bf16", "fp16", "fp8", "fp8-cs", "fp8-ds", "fp8-block", "fp8-rowwise", "mxfp8",
+#: (Intel Gaudi's default FP8 coverage: the MLP down-projection stays BF16);
+#: fp8-rowwise-gw-hp (torchao's rowwise_with_gw_hp: the weight gradients in BF16).
+PRECISIONS = ("bf16", "fp16", "fp8", "fp8-cs", "fp8-ds", "fp8-block", "fp8-rowwise",
+              "fp8-rowwise-gw-hp", "mxfp8",
               "fp8-mx", "fp6", "mxfp6", "fp4", "nvfp4", "mxfp4", "nvfp4-bf16-tail", "int8",
               "fp8-hpu", "tf32")
 #: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.

@@ -554,19 +554,24 @@ def gemm_efficiency(accelerator, precision: str, replaced: dict | None = None) -
     return value(replaced.get("bf16", accelerator.gemm_max_efficiency))
 
 
+#: Bytes of one quantised GEMM-input element with its scales, as the recipes cache it.
+QUANTISED_BYTES = 1.0
+
+
 def recipe_gemm_inputs(accelerator, precision: str,
                        replaced: dict | None = None) -> dict[str, float]:
     """The GEMM peak, large-GEMM efficiency and cached-input bytes of recipe ``precision``
     on ``accelerator``: its low-precision GEMMs at the part's efficiency for that precision
-    times the recipe's ``gemm_rate_factor``; the share it keeps in BF16 runs at the BF16 peak and efficiency
-    (:func:`formulas.compute.mixed_precision_peak`), its cached GEMM inputs at the recipe's
-    bytes for the low-precision share and 2 for the rest."""
+    times the recipe's ``gemm_rate_factor``; the share of the GEMM FLOPs it keeps in BF16
+    (its BF16 layers, and the weight gradients where they stay in high precision) runs at
+    the BF16 peak and efficiency (:func:`formulas.compute.mixed_precision_peak`), its cached
+    GEMM inputs at the recipe's bytes for its low-precision layers and 2 for the rest."""
     r = precision_recipe(precision)
     # the recipe's own kernels (row-wise scales: slower GEMMs and casts than per-tensor
     # scaling) reach gemm_rate_factor of the per-tensor path's efficiency
     low_peak = peak_flops(accelerator, precision)
     low_eff = gemm_efficiency(accelerator, precision, replaced) * r.gemm_rate_factor
-    share = r.low_precision_share
+    share, layers = r.gemm_flop_share, r.low_precision_share
     peak = low_peak if share == 1 else mixed_precision_peak(
         share, low_peak, peak_flops(accelerator, "bf16"), low_eff,
         gemm_efficiency(accelerator, "bf16", replaced))
@@ -575,9 +580,12 @@ def recipe_gemm_inputs(accelerator, precision: str,
             # low-precision recipes), at that precision's large-GEMM efficiency
             "attention_gemm_max_efficiency": gemm_efficiency(
                 accelerator, attention_precision(precision), replaced),
-            "linear_input_bytes": share * r.cached_input_bytes + (1 - share) * 2.0,
+            "linear_input_bytes": layers * r.cached_input_bytes + (1 - layers) * 2.0,
+            # a quantised element with its scales: 1 byte (FP8, int8; FP4's copy with its
+            # Hadamard-transformed one), one copy where the weight gradient stays in BF16
             "cast_bytes_per_element": quantisation_cast_bytes_per_element(
-                r.cast_passes, r.cached_input_bytes, share)}
+                r.cast_passes, QUANTISED_BYTES, layers,
+                quantised_copies=2 - r.wgrad_high_precision)}
 
 
 def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, float]:

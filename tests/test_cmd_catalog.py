@@ -207,3 +207,29 @@ def test_unknown_site_class_lists_site_among_the_choices(capsys):
     assert code == 2 and "did you mean: site?" in err
     code, _, err = run(capsys, "evaluate", "--site-class", "nowhere")
     assert code == 2 and "hyperscale" in err and ", site" in err and len(err.splitlines()) == 1
+
+
+def test_list_precisions_names_every_recipe_and_its_split(capsys):
+    """The --precision recipes listed beside the catalog's kinds: each with the precision
+    its low-precision GEMMs run at, the share of the GEMM FLOPs there and where it runs."""
+    from hardware_catalog.recipes import load_recipes
+
+    recipes = load_recipes()
+    code, out, err = run(capsys, "catalog", "list", "precisions", "-f", "json")
+    assert code == 0 and err == ""
+    rows = {r["recipe"]: r for r in json.loads(out)["precisions"]}
+    assert list(rows) == list(recipes)
+    assert rows["nvfp4"]["gemm_flop_share"] == 1.0
+    assert rows["nvfp4-bf16-tail"]["gemm_flop_share"] == pytest.approx(0.85)
+    assert rows["fp8-rowwise-gw-hp"]["gemm_flop_share"] == pytest.approx(2 / 3)
+    assert "NVIDIA only" in rows["nvfp4"]["runs_on"]
+    assert "int8_training = 1" in rows["int8"]["runs_on"]
+    assert "arXiv:2509.25149" in rows["nvfp4-bf16-tail"]["source"]
+    code, out, _ = run(capsys, "catalog", "list", "precisions", "-f", "csv")
+    table = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(table) == len(recipes) and table[0]["recipe"] == "bf16"
+    code, out, _ = run(capsys, "catalog", "list", "precisions")
+    assert code == 0 and f"{len(recipes)} precision recipes (--precision)" in out
+    assert "arXiv" not in out  # the table the key numbers, the sources in CSV and JSON
+    code, _, err = run(capsys, "catalog", "list", "precison")
+    assert code == 2 and "did you mean: precisions?" in err and len(err.strip().splitlines()) == 1

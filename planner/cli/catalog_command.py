@@ -1,9 +1,11 @@
-"""``capplan catalog list|show``: browse accelerators, nodes, sites, models, reliability."""
+"""``capplan catalog list|show``: browse accelerators, nodes, sites, models, reliability,
+and list the ``--precision`` recipes."""
 
 from __future__ import annotations
 
 import typer
 
+from hardware_catalog.recipes import load_recipes
 from planner.cli.common import (
     CatalogOption,
     ForceOption,
@@ -66,6 +68,11 @@ def _load(catalog_dirs, prices=None):
     return load_catalog(tuple(catalog_dirs or ()), tuple(prices or ()))
 
 
+#: The --precision recipes (hardware_catalog/data/precisions/recipes.csv): listed beside
+#: the catalog's kinds, not an entry kind of their own.
+PRECISIONS_KIND = "precisions"
+
+
 def _kind(name: str | None) -> str | None:
     if name is None:
         return None
@@ -74,7 +81,31 @@ def _kind(name: str | None) -> str | None:
         return KIND_NAMES[key]
     if key in KIND_NAMES.values():
         return key
-    raise did_you_mean("kind", name, KIND_NAMES)
+    if key in (PRECISIONS_KIND, "precision", "recipes"):
+        return PRECISIONS_KIND
+    raise did_you_mean("kind", name, [*KIND_NAMES, PRECISIONS_KIND])
+
+
+def recipe_rows(si: bool) -> list[dict]:
+    """One row a ``--precision`` recipe: the precision its low-precision GEMMs run at, the
+    share of the GEMM FLOPs there, what it caches and casts, and where it runs."""
+    rows = []
+    for r in load_recipes().values():
+        runs = "; ".join(filter(None, (
+            f"parts with {r.gemm_precision.upper()} peaks",
+            r.vendors and f"{'/'.join(r.vendors)} only",
+            r.requires and f"{'/'.join(p.upper() for p in r.requires)} peaks too (block "
+            "scaling in hardware)",
+            r.stack_flag and f"stacks with {r.stack_flag} = 1")))
+        share = r.gemm_flop_share
+        rows.append({"recipe": r.name, "gemm_precision": r.gemm_precision,
+                     "gemm_flop_share": share if si else f"{100 * share:.0f} %",
+                     "gemm_rate_factor": r.gemm_rate_factor,
+                     "cached_input_bytes": r.cached_input_bytes,
+                     "cast_passes": r.cast_passes, "runs_on": runs,
+                     "estimate": r.estimate, "aliases": ", ".join(r.aliases),
+                     "source": r.source})
+    return rows
 
 
 def _q(entry, field: str):
@@ -257,7 +288,8 @@ def _payload(catalog, kind: str, entry) -> dict:
 @catalog_app.command("list")
 def list_(
     kind: str = typer.Argument(None, help="accelerators | nodes | sites | models | reliability | stacks "
-                               "(default: everything, one row per entry)."),
+                               "| precisions (the --precision recipes) (default: everything, one "
+                               "row per entry)."),
     format: FormatOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
@@ -270,6 +302,16 @@ def list_(
 
     format = output_format(format, output)
     single = _kind(kind)
+    if single == PRECISIONS_KIND:
+        rows = recipe_rows(si=format in ("csv", "json"))
+        if format == "json":
+            write(render([], "json", payload={"precisions": rows}), output, force)
+        else:  # the table the key numbers (sources and aliases in CSV, JSON, Markdown)
+            shown = rows if format != "table" else [
+                {k: v for k, v in r.items() if k not in ("source", "aliases")} for r in rows]
+            write(render(_escaped(shown, format), format, title=f"{len(rows)} precision "
+                         "recipes (--precision)"), output, force)
+        return
     cat = _load(catalog, prices)
     kinds = [single] if single else list(KINDS)
     if format == "json":

@@ -2,12 +2,13 @@
 
 A recipe is what a user names with ``--precision`` (``fp8``, ``mxfp8``, ``nvfp4``, ``int8``
 ...): the precision whose peak its low-precision GEMMs run at, the share of the linear
-layers' GEMM FLOPs that run there (the rest stay BF16: NVIDIA's NVFP4 accuracy recipe,
-``nvfp4-bf16-tail``, keeps the final ~15 % of the layers in BF16, arXiv:2509.25149), the bytes per element of the GEMM inputs it caches for
-the backward pass, the rate of its low-precision GEMMs relative to the per-tensor-scaled
-path (row-wise scales run slower kernels, torchao's published benchmarks), and what a part
-(and stack) must have to run it. Each row carries its
-source, date and whether it is an estimate.
+layers that run there (the rest stay BF16: NVIDIA's NVFP4 accuracy recipe,
+``nvfp4-bf16-tail``, keeps the final ~15 % of the layers in BF16, arXiv:2509.25149) and
+whether their weight-gradient GEMMs stay in 16-bit (torchao's ``rowwise_with_gw_hp``), the
+bytes per element of the GEMM inputs it caches for the backward pass, the rate of its
+low-precision GEMMs relative to the per-tensor-scaled path (row-wise scales run slower
+kernels, torchao's published benchmarks), and what a part (and stack) must have to run it.
+Each row carries its source, date and whether it is an estimate.
 """
 
 from __future__ import annotations

@@ -95,6 +95,19 @@ def _check(problems: list[str], cond: bool, key: str, message: str) -> None:
         problems.append(f"{key}: {message}")
 
 
+def _check_dependent(problems: list[str], entry, switch: str, names) -> None:
+    """Fields ``names`` of ``entry`` required where its count ``switch`` is above 0 and
+    refused where it is 0 (a mixer's shape without the mixer)."""
+    on = getattr(entry, switch)
+    for name in names:
+        if on:
+            _check(problems, getattr(entry, name) is not None, name,
+                   f"required with {switch} > 0")
+        else:
+            _check(problems, getattr(entry, name) is None, name,
+                   f"given without {switch} (set it or remove this field)")
+
+
 def _raise(problems: list[str]) -> None:
     """Report every problem a model-level check found at once (joined by PROBLEM_SEP)."""
     if problems:
@@ -499,13 +512,8 @@ class ModelSpec(Entry):
         _check(problems, self.linear_attention_layers + self.window_layers <= self.layers,
                "linear_attention_layers", f"expected 0..layers ({self.layers}) minus the "
                f"sliding-window layers ({self.window_layers}), got {self.linear_attention_layers}")
-        for k in ("linear_key_heads", "linear_value_heads", "linear_head_dim"):
-            if self.linear_attention_layers:
-                _check(problems, getattr(self, k) is not None, k,
-                       "required with linear_attention_layers > 0")
-            else:
-                _check(problems, getattr(self, k) is None, k,
-                       "given without linear_attention_layers (set it or remove this field)")
+        _check_dependent(problems, self, "linear_attention_layers",
+                         ("linear_key_heads", "linear_value_heads", "linear_head_dim"))
         mixers = self.linear_attention_layers + self.window_layers + self.mamba_layers
         _check(problems, mixers + self.mixer_free_layers <= self.layers, "mamba_layers",
                f"expected the Mamba, linear-attention, sliding-window and mixer-free layers "
@@ -514,13 +522,8 @@ class ModelSpec(Entry):
         _check(problems, self.mixer_free_layers + self.mlp_free_layers <= self.layers,
                "mlp_free_layers", f"expected the mixer-free and MLP-free layers to add up to "
                f"at most layers ({self.layers}): a layer has a mixer or an MLP")
-        for k in ("mamba_heads", "mamba_head_dim", "mamba_state_dim", "mamba_groups"):
-            if self.mamba_layers:
-                _check(problems, getattr(self, k) is not None, k,
-                       "required with mamba_layers > 0")
-            else:
-                _check(problems, getattr(self, k) is None, k,
-                       "given without mamba_layers (set it or remove this field)")
+        _check_dependent(problems, self, "mamba_layers",
+                         ("mamba_heads", "mamba_head_dim", "mamba_state_dim", "mamba_groups"))
         if self.mamba_layers and self.mamba_heads and self.mamba_groups:
             _check(problems, self.mamba_heads % self.mamba_groups == 0, "mamba_groups",
                    f"expected a divisor of mamba_heads ({self.mamba_heads}), "

@@ -312,7 +312,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x225 = tokens_mb * x224
     x226 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x224)
     t_proj = x47 * numpy.maximum(x220 * x44 * (gemm_half_efficiency_dim + x218) / x218, x137 * (tokens_mb * x143 + x133 + x217 * x42)) + x54 * numpy.maximum(x137 * (x133 + x217 * x49 + x222), x220 * x50 * (gemm_half_efficiency_dim + x223) / x223) + x57 * numpy.maximum(x137 * (x133 + x217 * x25 + x225), x148 * x224 * (gemm_half_efficiency_dim + x226) / x226)
-    del x143, x218, x220, x223, x226, x25, x44, x47, x50
+    del x143, x218, x220, x223, x226, x25, x44, x50
     x227 = ffn * x74
     x228 = tokens_mb * x227
     x229 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x227)
@@ -395,7 +395,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x281 = -stage_embedding_params - x280
     x282 = full_recompute + 2
     dequant_mb = dequantize_base * x136 * x281 * x282 * (base_weight_bytes_per_param + bytes_per_element)
-    x283 = -mixer_free_layers * x3 - x54 + 1
+    x283 = x47 + x57
+    del x47
     x284 = routed_copies * x246
     del routed_copies, x246
     x285 = cast_bytes_per_element * x162

@@ -494,7 +494,7 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
     const double v_x253 = (v_mlp_matrices - 1.0);
     const double v_x263 = np_maximum(v_linear_input_bytes, v_moe_act_input_bytes);
     const double v_x264 = np_maximum(1.0, v_lora_rank);
-    const double v_x283 = ((((-v_mixer_free_layers) * v_x3) - v_x54) + 1.0);
+    const double v_x283 = (v_x47 + v_x57);
     const double v_x294 = (1.0 / v_host_copy_bytes_per_s_per_gpu);
     const double v_x297 = (1.0 / v_mlp_matrices);
     const double v_x300 = (v_kv_heads * v_x33);
@@ -1543,7 +1543,7 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
     const double v_x253 = (v_mlp_matrices - 1.0);
     const double v_x263 = np_maximum(v_linear_input_bytes, v_moe_act_input_bytes);
     const double v_x264 = np_maximum(1.0, v_lora_rank);
-    const double v_x283 = ((((-v_mixer_free_layers) * v_x3) - v_x54) + 1.0);
+    const double v_x283 = (v_x47 + v_x57);
     const double v_x294 = (1.0 / v_host_copy_bytes_per_s_per_gpu);
     const double v_x297 = (1.0 / v_mlp_matrices);
     const double v_x300 = (v_kv_heads * v_x33);
@@ -2320,6 +2320,7 @@ CAPPLAN_CLONES static void search_kernel_dense(long n, const double *restrict sc
     const double v_x214 = np_square(v_seq_len);
     const double v_x215 = (v_heads * v_x214);
     const double v_x253 = (v_mlp_matrices - 1.0);
+    const double v_x283 = v_x57;
     const double v_x294 = (1.0 / v_host_copy_bytes_per_s_per_gpu);
     const double v_x297 = (1.0 / v_mlp_matrices);
     const double v_x300 = (v_kv_heads * v_x33);
@@ -2489,8 +2490,8 @@ CAPPLAN_CLONES static void search_kernel_dense(long n, const double *restrict sc
         const double v_t_loss = (v__h7 * v_x259);
         const double v_x282 = (v_full_recompute + 2.0);
         const double v_x285 = (v_cast_bytes_per_element * v_x162);
-        const double v_t_cast_fwd = (v_x285 * ((v_dense_share * (v_hidden + v_x227)) + (v_hidden + v_x224)));
-        const double v_t_cast_bwd = (v_x285 * ((v_dense_share * (v_hidden + (v_x227 * v_x253))) + (v_hidden + v_x150)));
+        const double v_t_cast_fwd = (v_x285 * ((v_dense_share * (v_hidden + v_x227)) + (v_x283 * (v_hidden + v_x224))));
+        const double v_t_cast_bwd = (v_x285 * ((v_dense_share * (v_hidden + (v_x227 * v_x253))) + (v_x283 * (v_hidden + v_x150))));
         const double v_x286 = (v_dense_share * v_t_mlp);
         const double v_x288 = (v_t_proj + v_t_qkv);
         const double v_x289 = (v_x286 + v_x288);
@@ -2893,6 +2894,7 @@ CAPPLAN_CLONES static void search_kernel_lean(long n, const double *restrict sca
     const double v_x250 = (1.0 / v_gemm_tile_dim);
     const double v_x253 = (v_mlp_matrices - 1.0);
     const double v_x263 = np_maximum(v_linear_input_bytes, v_moe_act_input_bytes);
+    const double v_x283 = v_x57;
     const double v_x294 = (1.0 / v_host_copy_bytes_per_s_per_gpu);
     const double v_x297 = (1.0 / v_mlp_matrices);
     const double v_x300 = (v_kv_heads * v_x33);
@@ -3103,8 +3105,8 @@ CAPPLAN_CLONES static void search_kernel_lean(long n, const double *restrict sca
         const double v_t_loss = (v__h17 * v_x259);
         const double v_x284 = (v_routed_copies * v_x246);
         const double v_x285 = (v_cast_bytes_per_element * v_x162);
-        const double v_t_cast_fwd = (v_x285 * (((v_dense_share * (v_hidden + v_x227)) + (v_moe_share * (v_x284 * (v_x7 + v_x70)))) + (v_hidden + v_x224)));
-        const double v_t_cast_bwd = (v_x285 * (((v_dense_share * (v_hidden + (v_x227 * v_x253))) + (v_moe_share * (v_x284 * ((v_x253 * v_x70) + v_x7)))) + (v_hidden + v_x150)));
+        const double v_t_cast_fwd = (v_x285 * (((v_dense_share * (v_hidden + v_x227)) + (v_moe_share * (v_x284 * (v_x7 + v_x70)))) + (v_x283 * (v_hidden + v_x224))));
+        const double v_t_cast_bwd = (v_x285 * (((v_dense_share * (v_hidden + (v_x227 * v_x253))) + (v_moe_share * (v_x284 * ((v_x253 * v_x70) + v_x7)))) + (v_x283 * (v_hidden + v_x150))));
         const double v_x286 = (v_dense_share * v_t_mlp);
         const double v_x287 = (v_moe_share * v_t_moe);
         const double v_x288 = (v_t_proj + v_t_qkv);
@@ -3571,6 +3573,7 @@ CAPPLAN_CLONES static void search_kernel_plain(long n, const double *restrict sc
     const double v_x250 = (1.0 / v_gemm_tile_dim);
     const double v_x253 = (v_mlp_matrices - 1.0);
     const double v_x263 = np_maximum(v_linear_input_bytes, v_moe_act_input_bytes);
+    const double v_x283 = v_x57;
     const double v_x294 = (1.0 / v_host_copy_bytes_per_s_per_gpu);
     const double v_x297 = (1.0 / v_mlp_matrices);
     const double v_x300 = (v_kv_heads * v_x33);
@@ -3804,8 +3807,8 @@ CAPPLAN_CLONES static void search_kernel_plain(long n, const double *restrict sc
         const double v_x282 = (v_full_recompute + 2.0);
         const double v_x284 = (v_routed_copies * v_x246);
         const double v_x285 = (v_cast_bytes_per_element * v_x162);
-        const double v_t_cast_fwd = (v_x285 * (((v_dense_share * (v_hidden + v_x227)) + (v_moe_share * ((v_shared_experts * (v_hidden + v_x233)) + (v_x284 * (v_x7 + v_x70))))) + (v_hidden + v_x224)));
-        const double v_t_cast_bwd = (v_x285 * (((v_dense_share * (v_hidden + (v_x227 * v_x253))) + (v_moe_share * ((v_shared_experts * (v_hidden + (v_x233 * v_x253))) + (v_x284 * ((v_x253 * v_x70) + v_x7))))) + (v_hidden + v_x150)));
+        const double v_t_cast_fwd = (v_x285 * (((v_dense_share * (v_hidden + v_x227)) + (v_moe_share * ((v_shared_experts * (v_hidden + v_x233)) + (v_x284 * (v_x7 + v_x70))))) + (v_x283 * (v_hidden + v_x224))));
+        const double v_t_cast_bwd = (v_x285 * (((v_dense_share * (v_hidden + (v_x227 * v_x253))) + (v_moe_share * ((v_shared_experts * (v_hidden + (v_x233 * v_x253))) + (v_x284 * ((v_x253 * v_x70) + v_x7))))) + (v_x283 * (v_hidden + v_x150))));
         const double v_x286 = (v_dense_share * v_t_mlp);
         const double v_x287 = (v_moe_share * v_t_moe);
         const double v_x288 = (v_t_proj + v_t_qkv);
@@ -4374,6 +4377,7 @@ CAPPLAN_CLONES static void search_kernel_transformer(long n, const double *restr
     const double v_x253 = (v_mlp_matrices - 1.0);
     const double v_x263 = np_maximum(v_linear_input_bytes, v_moe_act_input_bytes);
     const double v_x264 = np_maximum(1.0, v_lora_rank);
+    const double v_x283 = (v_x47 + v_x57);
     const double v_x294 = (1.0 / v_host_copy_bytes_per_s_per_gpu);
     const double v_x297 = (1.0 / v_mlp_matrices);
     const double v_x300 = (v_kv_heads * v_x33);
@@ -4684,8 +4688,8 @@ CAPPLAN_CLONES static void search_kernel_transformer(long n, const double *restr
         const double v_dequant_mb = (((v__h31 * v_x281) * v_x282) * v__h32);
         const double v_x284 = (v_routed_copies * v_x246);
         const double v_x285 = (v_cast_bytes_per_element * v_x162);
-        const double v_t_cast_fwd = (v_x285 * (((v_dense_share * (v_hidden + v_x227)) + (v_moe_share * ((v_shared_experts * (v_hidden + v_x233)) + (v_x284 * (v_x7 + v_x70))))) + (v_hidden + v_x224)));
-        const double v_t_cast_bwd = (v_x285 * (((v_dense_share * (v_hidden + (v_x227 * v_x253))) + (v_moe_share * ((v_shared_experts * (v_hidden + (v_x233 * v_x253))) + (v_x284 * ((v_x253 * v_x70) + v_x7))))) + (v_hidden + v_x150)));
+        const double v_t_cast_fwd = (v_x285 * (((v_dense_share * (v_hidden + v_x227)) + (v_moe_share * ((v_shared_experts * (v_hidden + v_x233)) + (v_x284 * (v_x7 + v_x70))))) + (v_x283 * (v_hidden + v_x224))));
+        const double v_t_cast_bwd = (v_x285 * (((v_dense_share * (v_hidden + (v_x227 * v_x253))) + (v_moe_share * ((v_shared_experts * (v_hidden + (v_x233 * v_x253))) + (v_x284 * ((v_x253 * v_x70) + v_x7))))) + (v_x283 * (v_hidden + v_x150))));
         const double v_x286 = (v_dense_share * v_t_mlp);
         const double v_x287 = (v_moe_share * v_t_moe);
         const double v_x288 = (v_t_proj + v_t_qkv);
@@ -5323,4 +5327,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "fbf9b6b27fa3cded"; }
+const char *capplan_source_hash(void) { return "3b9714ea91a5233d"; }

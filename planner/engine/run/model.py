@@ -358,6 +358,8 @@ def _moe_forward_flops(x: dict):
     """Forward FLOPs per token of one MoE layer: the experts a token uses and the shared
     ones, the router, and LatentMoE's projections (its routed experts in the latent size)."""
     h, n_m = x["hidden"], x["mlp_matrices"]
+    # (every expert in h, then the routed ones moved to the expert width: the formula's
+    # domain has no zero-width MLP, which a model without shared experts would ask for)
     routed_ffn = x["moe_ffn"] * x["experts_per_token"]
     return compute.mlp_forward_flops_per_token(
         h, x["moe_ffn"] * (x["experts_per_token"] + x["shared_experts"]), n_m) \
@@ -714,9 +716,9 @@ def cast_times(x: dict, r: dict) -> dict:
     moe_grad = copies * ((x["mlp_matrices"] - 1) * expert_ffn + dim) \
         + x["shared_experts"] * ((x["mlp_matrices"] - 1) * x["moe_ffn"] / tp + h)
     share = r["moe_share"]
-    # (the attention's QKV and output-projection GEMMs, or a Mamba layer's projections)
-    attention, mamba = 1 - _mamba_share(x) - x["mixer_free_layers"] / x["layers"], \
-        _mamba_share(x)
+    # (the QKV and output-projection GEMMs of softmax and linear attention alike, or a
+    # Mamba layer's projections)
+    attention, mamba = softmax_share(x) + _linear_share(x), _mamba_share(x)
     mamba_out = x["mamba_heads"] * x["mamba_head_dim"] / tp
     inputs = attention * (h + _out_width(x)) + mamba * (h + mamba_out) \
         + r["dense_share"] * dense_in + share * moe_in

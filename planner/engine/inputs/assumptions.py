@@ -64,6 +64,10 @@ def stack_hint(catalog, model: str, stack: str) -> str | None:
             "runs better")
 
 
+#: NVIDIA's NVFP4 accuracy recipe, named beside the all-layer NVFP4 recipes.
+TAIL_RECIPE = "nvfp4-bf16-tail"
+
+
 def precision_text(precision) -> str | None:
     """How a low-precision recipe splits the GEMMs, the default a user may not know
     (None for the 16-bit and TF32 recipes): 'nvfp4: every transformer layer's linear GEMMs
@@ -81,7 +85,8 @@ def precision_text(precision) -> str | None:
     rest = "the attention core" if r.low_precision_share == 1 else "the rest and the attention core"
     text = f"{precision}: {share} at {at}, {rest} in BF16"
     if precision in ("fp4", "nvfp4"):  # NVIDIA's accuracy recipe beside the frameworks' one
-        text += " (nvfp4-bf16-tail keeps the final ~15 % of the layers in BF16)"
+        tail = 1 - precision_recipe(TAIL_RECIPE).low_precision_share
+        text += f" ({TAIL_RECIPE} keeps the final ~{100 * tail:.0f} % of the layers in BF16)"
     return text
 
 

@@ -647,6 +647,8 @@ class StackOnAccelerator(BaseModel):
     fused_split_head_dims: Quantity | None = None
     attention_block_tokens: Quantity | None = None
     attention_block_tokens_bwd: Quantity | None = None
+    # the memory its runtime withholds on this accelerator
+    memory_reserve_bytes: Quantity | None = None
 
 
 
@@ -737,6 +739,9 @@ class SoftwareStack(Entry):
     # 1 if the stack's ZeRO collectives run flat over the data-parallel group (every GPU's
     # share through its own scale-out link), 0 if node-aware (hierarchical, rail-aggregated)
     dp_collectives_flat: Quantity | None = None
+    # device memory the runtime keeps from the model (CUDA context, NCCL buffers, caching-
+    # allocator fragmentation; an XLA runtime's withheld HBM), in general or on one part
+    memory_reserve_bytes: Quantity | None = None
     # achieved all-to-all bandwidth over the accelerator's nccl-tests bus bandwidth
     a2a_efficiency_factor: Quantity | None = None
     # host time of one MoE layer's forward beyond a dense layer's (router, permute,

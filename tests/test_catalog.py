@@ -461,7 +461,7 @@ DATASHEET = [
     ("mi355x", "max_power_w", 1400, 0, "1,400 W TBP"),
     # Google Cloud TPU v6e page, key specifications
     ("tpu-v6e", "peak_bf16_flops_per_s", 918e12, 0, "918 TFLOPs bf16"),
-    ("tpu-v6e", "hbm_bytes", 32e9, 0, "32 GB"),
+    ("tpu-v6e", "hbm_bytes", 32 * 2**30, 0, "32 GB"),  # GiB, as the runtime counts it
     ("tpu-v6e", "hbm_bandwidth_bytes_per_s", 1638e9, 0, "1,638 GBps"),
     ("tpu-v6e", "scale_up_bandwidth_bytes_per_s", 800e9 / 2, 0, "800 GBps bidirectional ICI"),
     ("tpu-v6e", "scale_up_domain_gpus", 256, 0, "256-chip pod"),
@@ -667,3 +667,13 @@ def test_commands_without_a_precision_train_v100_in_fp16(cat):
     rows = run_study(Study(model="megatron-1.7b", hardware="v100-32gb", gpus=(64,),
                            schemes=("sync", "async")), cat)
     assert len(rows) == 2 and all(r["wall_days"] > 0 for r in rows)
+
+
+def test_tpu_memory_is_counted_in_gib():
+    """Google lists TPU HBM as 'GB'; the runtime's limits are binary (vllm-project/
+    tpu-inference get_device_hbm_limit: 16, 32, 95 and 192 GiB a chip), as the TPU v4,
+    v5p and TPU7x pages state: every TPU's capacity is a whole number of GiB."""
+    cat = load_catalog()
+    expected_gib = {"tpu-v4": 32, "tpu-v5e": 16, "tpu-v5p": 95, "tpu-v6e": 32, "tpu-v7": 192}
+    for part, gib in expected_gib.items():
+        assert cat.accelerator(part).hbm_bytes.value == gib * 2**30, part

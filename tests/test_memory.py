@@ -464,9 +464,11 @@ def test_a_jax_policy_that_offloads_what_it_names_keeps_nothing_else_on_the_devi
     named, module_inputs = _maxtext_70b_v6e(), _maxtext_70b_v6e(remat_keeps_named_only=0.0)
     layer_input = 5 * 8192 * 8192 * 2  # the h-vector of 40,960 tokens, 16-bit
     assert named["activation_bytes"] < module_inputs["activation_bytes"] / 3
-    # 140 GB a 32 GB chip under the module accounting, 35 GB under the policy's
-    assert module_inputs["memory_per_gpu_bytes"] == pytest.approx(140e9, rel=0.01)
-    assert named["memory_per_gpu_bytes"] == pytest.approx(35e9, rel=0.02)
+    # 138 GB a 32 GiB chip under the module accounting, 33.4 GB under the policy's (with
+    # the 0.8 GB XLA:TPU withholds), within the chip's 34.4 GB: the recipe ran
+    assert module_inputs["memory_per_gpu_bytes"] == pytest.approx(138e9, rel=0.01)
+    assert named["memory_per_gpu_bytes"] == pytest.approx(33.4e9, rel=0.02)
+    assert named["memory_per_gpu_bytes"] < 32 * 2**30
     # what grows with the named tensors: the two layers in transit, nothing per layer
     twice = _maxtext_70b_v6e(offloaded_activation_vectors=4.5)
     assert twice["activation_bytes"] - named["activation_bytes"] == \
@@ -480,3 +482,21 @@ def test_a_named_only_policy_without_offload_keeps_the_module_accounting():
     assert _maxtext_70b_v6e(offloaded_activation_vectors=0.0)["activation_bytes"] == \
         pytest.approx(_maxtext_70b_v6e(offloaded_activation_vectors=0.0,
                                        remat_keeps_named_only=0.0)["activation_bytes"])
+
+
+def test_xla_on_a_tpu_withholds_less_memory_than_a_cuda_runtime():
+    # XLA:TPU assigns buffers at compile time: the runtime keeps 0.75 GiB of a 32 GiB chip
+    # (a TensorCore), not the CUDA context, NCCL buffers and allocator slack of a GPU stack
+    tpu = _maxtext_70b_v6e()
+    cuda_reserve = _maxtext_70b_v6e(memory_reserve_bytes=2.8e9)
+    assert tpu["reserve_bytes"] == 0.75 * 2**30
+    assert cuda_reserve["memory_per_gpu_bytes"] - tpu["memory_per_gpu_bytes"] == \
+        pytest.approx(2.8e9 - 0.75 * 2**30, rel=1e-9)
+    # MaxText on a GPU keeps the execution default; TPU7x's two TensorCores withhold twice
+    from hardware_catalog import load_catalog
+    from planner.engine.inputs.scenario import execution_defaults, stack_inputs
+
+    stack = load_catalog().stack("maxtext-xla")
+    assert stack_inputs(stack, "h100-sxm")["memory_reserve_bytes"] == \
+        execution_defaults()["memory_reserve_bytes"]
+    assert stack_inputs(stack, "tpu-v7")["memory_reserve_bytes"] == 1.5 * 2**30

@@ -956,6 +956,49 @@ def mla_up_projection_activation_bytes(seq_len, micro_batch, heads, head_dim, v_
     return 2 * seq_len * micro_batch * heads * (2 * head_dim + v_head_dim) / tp
 
 
+@formula(reference=KORTHIKANTI + ", s4.1 (each layer norm keeps its input, 2sbh, split by "
+         "sequence parallelism); JAX checkpoint policies keep only the tensors they name "
+         "(jax.checkpoint_policies.save_only_these_names; MaxText remat_policy custom, "
+         "AI-Hypercomputer/maxtext configs/base.yml) and recompute the rest",
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "tp": ">=1",
+                 "sequence_parallel": "[0,1]"},
+         symbols=_SYM, result_latex="A_{res}")
+def residual_activation_bytes(seq_len, micro_batch, hidden, tp, sequence_parallel):
+    """16-bit activation bytes per GPU of one residual-stream tensor of a layer, one micro-batch.
+
+    The post-attention residual (the MLP norm's input) is such a tensor: Megatron-Core's
+    recompute module ``layernorm`` keeps it to run the norm again; a policy that keeps only
+    the tensors it names (the layer input and the attention output, say) rebuilds it from
+    them through the output projection instead.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    >>> float(residual_activation_bytes(8192, 4, 8192, 1, 0)) / 2**20  # Llama 3.1 70B
+    512.0
+
+    .. math:: A_{res} = 2 s b h \\left(1 - \\sigma + \\frac{\\sigma}{t}\\right)
+    """
+    return 2 * seq_len * micro_batch * hidden * (1 - sequence_parallel + sequence_parallel / tp)
+
+
 @formula(reference=KORTHIKANTI + ", s4.1 (the QKV-projection input 2sbh and the MLP input "
          "2sbh: the two norms' outputs, split by sequence parallelism)",
          domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "tp": ">=1",

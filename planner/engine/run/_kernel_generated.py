@@ -164,682 +164,686 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x114 = mixer_free_layers * x112
     x115 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x45 - x112)
     del x45
-    x116 = 2 * x53
-    x117 = mamba_layers * (6 * mamba_heads - x109 - x110 - x111 + x116 + x13 * x49 + 20.0 * x48 + 12.0 * x49)
-    del x109, x110, x111
-    x118 = 2 * x59
-    x119 = 4.0 * x20
+    x116 = x13 * x49
+    x117 = 2 * x53
+    x118 = mamba_layers * (6 * mamba_heads - x109 - x110 - x111 + x116 + x117 + 20.0 * x48 + 12.0 * x49)
+    del x110, x111
+    x119 = 2 * x59
+    x120 = 4.0 * x20
     del x20
-    x120 = ffn * x105
+    x121 = ffn * x105
     del x105
-    x121 = mtp_layers * (x107 * x19 + x112 + x118 + x119 + x120 * x22 + x94)
+    x122 = mtp_layers * (x107 * x19 + x112 + x119 + x120 + x121 * x22 + x94)
     del x107, x112
-    x122 = x120 * x5
-    del x120
-    x123 = x108 + x113 - x114 + x115 + x117 + x122
-    x124 = x118 + x123
-    x125 = layers * x94 - mixer_free_layers * x94 + x102 + x95 + x98
+    x123 = x121 * x5
+    del x121
+    x124 = x108 + x113 - x114 + x115 + x118 + x123
+    x125 = x119 + x124
+    x126 = layers * x94 - mixer_free_layers * x94 + x102 + x95 + x98
     del x94
-    x126 = x121 + x125
-    x127 = 6 * seq_len * x92
-    model_flops_per_token = -frozen_base * x124 + layers * x127 - mixer_free_layers * x127 + reference_model * (x124 + x126) + 3 * x102 + 3 * x108 + 3 * x113 - 3 * x114 + 3 * x115 + 3 * x117 + 3 * x121 + 6 * x59 + 6 * x60 + 6 * x86 + 6 * x88 + 3 * x95 + 3 * x98 + 6 * x99
-    del x102, x113, x114, x115, x117, x121, x124, x127, x60, x95, x98
-    x128 = recompute_early_stop * x89 * (1 - dropout_masks)
-    x129 = 1 - full_recompute
-    x130 = ffn + x25
-    x131 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x39))
+    x127 = x122 + x126
+    x128 = 6 * seq_len * x92
+    model_flops_per_token = -frozen_base * x125 + layers * x128 - mixer_free_layers * x128 + reference_model * (x125 + x127) + 3 * x102 + 3 * x108 + 3 * x113 - 3 * x114 + 3 * x115 + 3 * x118 + 3 * x122 + 6 * x59 + 6 * x60 + 6 * x86 + 6 * x88 + 3 * x95 + 3 * x98 + 6 * x99
+    del x102, x113, x114, x115, x118, x122, x125, x128, x60, x95, x98
+    x129 = recompute_early_stop * x89 * (1 - dropout_masks)
+    x130 = 1 - full_recompute
+    x131 = ffn + x25
+    x132 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x39))
     del x39
-    x132 = numpy.maximum(selective, recompute_core_attn * selective_option)
-    hardware_flops_per_token = full_recompute * (-ffn * x128 * x13 * x5 + x123 + x126 + 2 * x86 + 2 * x88 + 2 * x99) + model_flops_per_token + x129 * (layers * x13 * x131 * (x130 + x29) + recompute_mlp * x122 + recompute_moe * x108 + x125 * x132)
-    del x108, x122, x123, x125, x126, x5, x86, x88, x99
-    x133 = hidden * tokens_mb
-    x134 = x52 * x74
+    x133 = remat_keeps_named_only * selective_option
+    x134 = recompute_norms * x133
+    x135 = numpy.maximum(selective, recompute_core_attn * selective_option)
+    hardware_flops_per_token = full_recompute * (-ffn * x129 * x13 * x5 + x124 + x127 + 2 * x86 + 2 * x88 + 2 * x99) + model_flops_per_token + x130 * (layers * x13 * x132 * (x131 + x29) + recompute_mlp * x123 + recompute_moe * x108 + x126 * x135 + x134 * (hidden * linear_attention_layers * x44 + mamba_layers * x116 + x109 * x56))
+    del x108, x109, x116, x123, x124, x126, x127, x5, x86, x88, x99
+    x136 = hidden * tokens_mb
+    x137 = x52 * x74
     del x52
-    x135 = tokens_mb * x134
-    x136 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x137 = bytes_per_element * x136
-    x138 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x134)
-    x139 = tokens_mb * x74
-    x140 = peak_flops_per_s ** (-1.0)
-    x141 = x140 / gemm_max_efficiency
-    x142 = x139 * x141
-    x143 = x42 * x74
-    x144 = hidden ** (-1.0)
-    x145 = -x143 + x144 * x46 * x74
+    x138 = tokens_mb * x137
+    x139 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x140 = bytes_per_element * x139
+    x141 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x137)
+    x142 = tokens_mb * x74
+    x143 = peak_flops_per_s ** (-1.0)
+    x144 = x143 / gemm_max_efficiency
+    x145 = x142 * x144
+    x146 = x42 * x74
+    x147 = hidden ** (-1.0)
+    x148 = -x146 + x147 * x46 * x74
     del x46
-    x146 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x145)
-    x147 = 2 * x133
-    x148 = x141 * x147
-    x149 = x36 * x74
+    x149 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x148)
+    x150 = 2 * x136
+    x151 = x144 * x150
+    x152 = x36 * x74
     del x36
-    x150 = x144 * x149
-    x151 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x150)
-    x152 = tokens_mb * x141
-    t_qkv = x47 * numpy.maximum(x145 * x148 * (gemm_half_efficiency_dim + x146) / x146, x137 * (hidden * x145 + tokens_mb * x145 + x133)) + x54 * numpy.maximum(x137 * (x133 + x135 + x53 * x74), x116 * x142 * (gemm_half_efficiency_dim + x138) / x138) + x57 * numpy.maximum(x137 * (tokens_mb * x150 + x133 + x149), 2 * x149 * x152 * (gemm_half_efficiency_dim + x151) / x151)
-    del x116, x138, x145, x146, x149, x151, x53
-    x153 = 4 * linear_head_dim
-    x154 = 0.015625 * x90
+    x153 = x147 * x152
+    x154 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x153)
+    x155 = tokens_mb * x144
+    t_qkv = x47 * numpy.maximum(x148 * x151 * (gemm_half_efficiency_dim + x149) / x149, x140 * (hidden * x148 + tokens_mb * x148 + x136)) + x54 * numpy.maximum(x140 * (x136 + x138 + x53 * x74), x117 * x145 * (gemm_half_efficiency_dim + x141) / x141) + x57 * numpy.maximum(x140 * (tokens_mb * x153 + x136 + x152), 2 * x152 * x155 * (gemm_half_efficiency_dim + x154) / x154)
+    del x117, x141, x148, x149, x152, x154, x53
+    x156 = 4 * linear_head_dim
+    x157 = 0.015625 * x90
     del x90
-    x155 = tokens_mb * x137
-    x156 = x155 * x74
-    x157 = numpy.minimum(seq_len, tokens_mb)
-    x158 = gemm_half_efficiency_dim + x157
-    x159 = x139 / attention_peak_flops_per_s
-    x160 = x159 / attention_gemm_max_efficiency
-    x161 = x158 * x160 / (attention_efficiency_factor * x157)
-    x162 = tokens_mb * x136
-    x163 = window_layers * x3
-    x164 = -x57
-    x165 = -x163 - x164
-    x166 = x156 * x93
+    x158 = tokens_mb * x140
+    x159 = x158 * x74
+    x160 = numpy.minimum(seq_len, tokens_mb)
+    x161 = gemm_half_efficiency_dim + x160
+    x162 = x142 / attention_peak_flops_per_s
+    x163 = x162 / attention_gemm_max_efficiency
+    x164 = x161 * x163 / (attention_efficiency_factor * x160)
+    x165 = tokens_mb * x139
+    x166 = window_layers * x3
+    x167 = -x57
+    x168 = -x166 - x167
+    x169 = x159 * x93
     del x93
-    x167 = attention_scores_stored + selective
-    x168 = numpy.maximum(head_dim, v_head_dim)
-    x169 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * (-attention_softcap * (1 - fused_attention_softcap) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x168 + 1)) + 1
-    x170 = numpy.maximum(x167, x169)
-    x171 = numpy.minimum(head_dim, tokens_mb)
-    x172 = attention_gemm_max_efficiency * x171 / (gemm_half_efficiency_dim + x171)
-    del x171
-    x173 = 1 - x170
-    x174 = seq_len * x170
-    x175 = numpy.minimum(attention_block_tokens, seq_len)
-    x176 = x175 ** (-1.0)
-    x177 = seq_len * x176 - 1
-    x178 = seq_len - 1
-    x179 = numpy.minimum(x177, numpy.ceil(x176 * x178))
-    x180 = x179 + 1
-    x181 = -seq_len * x176
-    x182 = x101 * x175
-    x183 = 2 / 3 * x175
-    del x175
-    x184 = numpy.minimum(attention_block_tokens_bwd, seq_len)
-    x185 = x184 ** (-1.0)
-    x186 = seq_len * x185 - 1
-    x187 = numpy.minimum(x186, numpy.ceil(x178 * x185))
+    x170 = attention_scores_stored + selective
+    x171 = numpy.maximum(head_dim, v_head_dim)
+    x172 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * (-attention_softcap * (1 - fused_attention_softcap) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x171 + 1)) + 1
+    x173 = numpy.maximum(x170, x172)
+    x174 = numpy.minimum(head_dim, tokens_mb)
+    x175 = attention_gemm_max_efficiency * x174 / (gemm_half_efficiency_dim + x174)
+    del x174
+    x176 = 1 - x173
+    x177 = seq_len * x173
+    x178 = numpy.minimum(attention_block_tokens, seq_len)
+    x179 = x178 ** (-1.0)
+    x180 = seq_len * x179 - 1
+    x181 = seq_len - 1
+    x182 = numpy.minimum(x180, numpy.ceil(x179 * x181))
+    x183 = x182 + 1
+    x184 = -seq_len * x179
+    x185 = x101 * x178
+    x186 = 2 / 3 * x178
     del x178
-    x188 = x187 + 1
-    x189 = -seq_len * x185
-    x190 = x101 * x184
-    x191 = 4 / 3 * x184
-    del x184
-    x192 = x173 * (x183 * (x182 * (1 / 2 * x179 * x180 + x179 * (-x180 - x181)) + 1) + x191 * (x190 * (1 / 2 * x187 * x188 + x187 * (-x188 - x189)) + 1))
-    del x179, x180, x187, x188
-    x193 = x174 + x192
-    x194 = attention_head_dim_granule ** (-1.0)
-    x195 = x168 * (1 - fused_split_head_dims)
-    del x168
-    x196 = attention_efficiency_factor * attention_gemm_max_efficiency * x157 * x33 / (x158 * (attention_head_dim_granule * numpy.ceil(x194 * (fused_split_head_dims * head_dim + x195)) + attention_head_dim_granule * numpy.ceil(x194 * (fused_split_head_dims * v_head_dim + x195))))
-    del x157, x158, x194, x195
-    x197 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x33)
-    x198 = numpy.maximum(1.0, x197)
-    x199 = attention_exp_overlap_exponent ** (-1.0)
-    x200 = numpy.maximum(2.0, x197)
-    x201 = x200 ** (-1.0)
-    x202 = x173 * (1 / 3 * x198 * ((x197 / x198) ** attention_exp_overlap_exponent + x198 ** (-attention_exp_overlap_exponent)) ** x199 + 1 / 3 * x200 * ((2 * x201) ** attention_exp_overlap_exponent + (x197 * x201) ** attention_exp_overlap_exponent) ** x199 - 1)
-    del x197, x198, x199, x200, x201
-    x203 = x159 * x92
-    del x159, x92
-    x204 = fused_window_attention * x173
-    x205 = 1 - x204
-    x206 = seq_len * x205
-    x207 = x100 - 1
+    x187 = numpy.minimum(attention_block_tokens_bwd, seq_len)
+    x188 = x187 ** (-1.0)
+    x189 = seq_len * x188 - 1
+    x190 = numpy.minimum(x189, numpy.ceil(x181 * x188))
+    del x181
+    x191 = x190 + 1
+    x192 = -seq_len * x188
+    x193 = x101 * x187
+    x194 = 4 / 3 * x187
+    del x187
+    x195 = x176 * (x186 * (x185 * (1 / 2 * x182 * x183 + x182 * (-x183 - x184)) + 1) + x194 * (x193 * (1 / 2 * x190 * x191 + x190 * (-x191 - x192)) + 1))
+    del x182, x183, x190, x191
+    x196 = x177 + x195
+    x197 = attention_head_dim_granule ** (-1.0)
+    x198 = x171 * (1 - fused_split_head_dims)
+    del x171
+    x199 = attention_efficiency_factor * attention_gemm_max_efficiency * x160 * x33 / (x161 * (attention_head_dim_granule * numpy.ceil(x197 * (fused_split_head_dims * head_dim + x198)) + attention_head_dim_granule * numpy.ceil(x197 * (fused_split_head_dims * v_head_dim + x198))))
+    del x160, x161, x197, x198
+    x200 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x33)
+    x201 = numpy.maximum(1.0, x200)
+    x202 = attention_exp_overlap_exponent ** (-1.0)
+    x203 = numpy.maximum(2.0, x200)
+    x204 = x203 ** (-1.0)
+    x205 = x176 * (1 / 3 * x201 * ((x200 / x201) ** attention_exp_overlap_exponent + x201 ** (-attention_exp_overlap_exponent)) ** x202 + 1 / 3 * x203 * ((2 * x204) ** attention_exp_overlap_exponent + (x200 * x204) ** attention_exp_overlap_exponent) ** x202 - 1)
+    del x200, x201, x202, x203, x204
+    x206 = x162 * x92
+    del x162, x92
+    x207 = fused_window_attention * x176
+    x208 = 1 - x207
+    x209 = seq_len * x208
+    x210 = x100 - 1
     del x100
-    x208 = numpy.minimum(x177, numpy.ceil(x176 * x207))
-    del x176, x177
-    x209 = x208 + 1
-    x210 = numpy.minimum(x186, numpy.ceil(x185 * x207))
-    del x185, x186, x207
-    x211 = x210 + 1
-    x212 = x204 * (x183 * (x182 * (1 / 2 * x208 * x209 + x208 * (-x181 - x209)) + 1) + x191 * (x190 * (1 / 2 * x210 * x211 + x210 * (-x189 - x211)) + 1))
-    del x181, x182, x183, x189, x190, x191, x208, x209, x210, x211
-    x213 = x206 + x212
-    t_core = numpy.maximum(x163 * x166, x163 * x203 * (2 * x206 + 2 * x212) * (fused_window_attention * x202 + 1) / (x172 * x205 + x196 * x204 * x213 / (attention_fill_keys + x213))) + numpy.maximum(x165 * x166, x165 * x203 * (2 * x174 + 2 * x192) * (x202 + 1) / (x170 * x172 + x173 * x193 * x196 / (attention_fill_keys + x193))) + numpy.maximum(x161 * x54 * x97, x162 * x54 * x74 * (bytes_per_element * (mamba_heads + 6 * x48 + 7 * x49) + 0.0625 * x96)) + numpy.maximum(linear_value_heads * x161 * x47 * x91, linear_value_heads * x156 * x47 * (x153 + x154))
-    del x156, x161, x166, x172, x173, x174, x192, x193, x196, x202, x203, x204, x205, x206, x212, x213, x48, x91, x96, x97
-    x214 = seq_len ** 2
-    x215 = heads * x214
-    x216 = x1 * x215 * x74
+    x211 = numpy.minimum(x180, numpy.ceil(x179 * x210))
+    del x179, x180
+    x212 = x211 + 1
+    x213 = numpy.minimum(x189, numpy.ceil(x188 * x210))
+    del x188, x189, x210
+    x214 = x213 + 1
+    x215 = x207 * (x186 * (x185 * (1 / 2 * x211 * x212 + x211 * (-x184 - x212)) + 1) + x194 * (x193 * (1 / 2 * x213 * x214 + x213 * (-x192 - x214)) + 1))
+    del x184, x185, x186, x192, x193, x194, x211, x212, x213, x214
+    x216 = x209 + x215
+    t_core = numpy.maximum(x166 * x169, x166 * x206 * (2 * x209 + 2 * x215) * (fused_window_attention * x205 + 1) / (x175 * x208 + x199 * x207 * x216 / (attention_fill_keys + x216))) + numpy.maximum(x168 * x169, x168 * x206 * (2 * x177 + 2 * x195) * (x205 + 1) / (x173 * x175 + x176 * x196 * x199 / (attention_fill_keys + x196))) + numpy.maximum(x164 * x54 * x97, x165 * x54 * x74 * (bytes_per_element * (mamba_heads + 6 * x48 + 7 * x49) + 0.0625 * x96)) + numpy.maximum(linear_value_heads * x164 * x47 * x91, linear_value_heads * x159 * x47 * (x156 + x157))
+    del x159, x164, x169, x175, x176, x177, x195, x196, x199, x205, x206, x207, x208, x209, x215, x216, x48, x91, x96, x97
+    x217 = seq_len ** 2
+    x218 = heads * x217
+    x219 = x1 * x218 * x74
     del x1
-    t_scores = x136 * (4 * attention_softcap * x216 + 10 * x216) * (x163 * numpy.maximum(numpy.maximum(x167, x169), 1 - fused_window_attention) + x165 * x170)
-    del x163, x165, x167, x170, x216
-    x217 = hidden * x74
-    x218 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
-    x219 = x133 * x74
-    x220 = x141 * x219
-    x221 = x49 * x74
-    x222 = tokens_mb * x221
-    x223 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x221)
-    x224 = x25 * x74
+    t_scores = x139 * (4 * attention_softcap * x219 + 10 * x219) * (x166 * numpy.maximum(numpy.maximum(x170, x172), 1 - fused_window_attention) + x168 * x173)
+    del x166, x168, x170, x173, x219
+    x220 = hidden * x74
+    x221 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x146)
+    x222 = x136 * x74
+    x223 = x144 * x222
+    x224 = x49 * x74
     x225 = tokens_mb * x224
     x226 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x224)
-    t_proj = x47 * numpy.maximum(x220 * x44 * (gemm_half_efficiency_dim + x218) / x218, x137 * (tokens_mb * x143 + x133 + x217 * x42)) + x54 * numpy.maximum(x137 * (x133 + x217 * x49 + x222), x220 * x50 * (gemm_half_efficiency_dim + x223) / x223) + x57 * numpy.maximum(x137 * (x133 + x217 * x25 + x225), x148 * x224 * (gemm_half_efficiency_dim + x226) / x226)
-    del x143, x218, x220, x223, x226, x25, x44, x50
-    x227 = ffn * x74
+    x227 = x25 * x74
     x228 = tokens_mb * x227
     x229 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x227)
-    t_mlp = mlp_matrices * numpy.maximum(x137 * (hidden * x227 + x133 + x228), x148 * x227 * (gemm_half_efficiency_dim + x229) / x229)
-    del x229
-    x230 = experts * tokens_mb
-    x231 = experts_per_token * x7
-    x232 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x233 = moe_ffn * x74
-    x234 = tokens_mb * x233
-    x235 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x233)
-    x236 = sequence_parallel * x74
-    x237 = 1 - sequence_parallel
-    x238 = etp * x236 + x237
-    x239 = x133 * x238
-    x240 = tokens_mb * x238
-    x241 = x240 * x7
-    x242 = numpy.minimum(x240, x7)
-    x243 = 2 * x141
-    del x141
-    x244 = 1 - token_drop
-    x245 = numpy.sqrt(2)
-    x246 = tokens_mb ** (-1.0)
-    x247 = x246 / (experts_per_token * x238)
-    routed_copies = experts_per_token * x240
-    del x240
-    x248 = routed_copies * x70
-    x249 = x137 * (experts_per_token * x241 + x248 + x77)
-    del x77
-    x250 = gemm_tile_dim ** (-1.0)
-    x251 = ep * routed_copies / experts
-    x252 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x243 * x247 * (grouped_gemm_token_half_dim + x251) * numpy.ceil(x251 / grouped_gemm_tile_tokens) / ep ** 2
-    del x251
-    x253 = mlp_matrices - 1
-    t_moe = mlp_matrices * shared_experts * numpy.maximum(x137 * (hidden * x233 + x133 + x234), x148 * x233 * (gemm_half_efficiency_dim + x235) / x235) + 20 * x136 * x230 + 4 * x155 * x231 + 2 * x6 * numpy.maximum(x137 * (hidden * x7 + x239 + x241), x239 * x243 * x7 * (gemm_half_efficiency_dim + x242) / x242) + (capacity_factor * token_drop + x244 * (x245 * numpy.sqrt(expert_load_cv ** 2 + x247) * numpy.sqrt(numpy.log(ep)) + 1)) * (x253 * numpy.maximum(x249, x252 * (grouped_gemm_inner_half_dim + x7) * numpy.ceil(x250 * x70)) + numpy.maximum(x249, x252 * (grouped_gemm_inner_half_dim + x70) * numpy.ceil(x250 * x7))) + numpy.maximum(x137 * (x12 + x133 + x230), x103 * x152 * (gemm_half_efficiency_dim + x232) / x232)
-    del x103, x12, x152, x230, x232, x235, x239, x241, x242, x247, x249, x250, x252, x6
-    x254 = (sequence_parallel * x65 + 1) ** (-1.0)
-    x255 = hidden * x254
-    x256 = shared_experts * x233
-    x257 = experts_per_token * x70
-    t_elem = elementwise_traffic_factor * x155 * (16 * x255 * x41 + x74 * (4 * moe_share * tp * (x238 * x257 + x256) + 4 * x73))
-    del x155, x238, x73
-    x258 = vocab * x74
-    x259 = tokens_mb * x258
-    x260 = x137 * (x133 + x259 + x59 * x74)
-    del x59
-    x261 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x258)
-    x262 = x118 * (gemm_half_efficiency_dim + x261) / x261
-    del x118, x261
-    t_logits = low_precision_output_layer * numpy.maximum(x260, x142 * x262) + (1 - low_precision_output_layer) * numpy.maximum(x260, x160 * x262)
-    del x160, x260, x262
-    t_loss = loss_bytes_per_logit * x136 * x259
-    del x259
-    x263 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x136 * (bytes_per_element + x253 * x263) * (shared_experts * x234 + x248)
-    del x248
-    x264 = numpy.maximum(1, lora_rank)
-    x265 = tokens_mb * x264
-    x266 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x264)
-    x267 = numpy.maximum(x137 * (hidden * x264 + x133 + x265), x148 * x264 * (gemm_half_efficiency_dim + x266) / x266)
-    del x148, x266
-    x268 = x29 * x74
-    x269 = numpy.minimum(numpy.minimum(tokens_mb, x264), x268)
-    x270 = x243 * x265
+    t_proj = x47 * numpy.maximum(x223 * x44 * (gemm_half_efficiency_dim + x221) / x221, x140 * (tokens_mb * x146 + x136 + x220 * x42)) + x54 * numpy.maximum(x140 * (x136 + x220 * x49 + x225), x223 * x50 * (gemm_half_efficiency_dim + x226) / x226) + x57 * numpy.maximum(x140 * (x136 + x220 * x25 + x228), x151 * x227 * (gemm_half_efficiency_dim + x229) / x229)
+    del x146, x221, x223, x226, x229, x25, x44, x50
+    x230 = ffn * x74
+    x231 = tokens_mb * x230
+    x232 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x230)
+    t_mlp = mlp_matrices * numpy.maximum(x140 * (hidden * x230 + x136 + x231), x151 * x230 * (gemm_half_efficiency_dim + x232) / x232)
+    del x232
+    x233 = experts * tokens_mb
+    x234 = experts_per_token * x7
+    x235 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x236 = moe_ffn * x74
+    x237 = tokens_mb * x236
+    x238 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x236)
+    x239 = sequence_parallel * x74
+    x240 = 1 - sequence_parallel
+    x241 = etp * x239 + x240
+    x242 = x136 * x241
+    x243 = tokens_mb * x241
+    x244 = x243 * x7
+    x245 = numpy.minimum(x243, x7)
+    x246 = 2 * x144
+    del x144
+    x247 = 1 - token_drop
+    x248 = numpy.sqrt(2)
+    x249 = tokens_mb ** (-1.0)
+    x250 = x249 / (experts_per_token * x241)
+    routed_copies = experts_per_token * x243
     del x243
-    x271 = numpy.minimum(numpy.minimum(tokens_mb, x224), x264)
-    x272 = x27 * x74
-    x273 = numpy.minimum(numpy.minimum(tokens_mb, x264), x272)
-    x274 = x30 * x74
-    x275 = numpy.minimum(numpy.minimum(tokens_mb, x264), x274)
-    x276 = numpy.minimum(numpy.minimum(tokens_mb, x227), x264)
-    x277 = x267 + numpy.maximum(x137 * (x227 * x264 + x228 + x265), x227 * x270 * (gemm_half_efficiency_dim + x276) / x276)
-    del x228, x276
-    x278 = numpy.minimum(numpy.minimum(tokens_mb, x233), x264)
-    x279 = x267 + numpy.maximum(x137 * (x233 * x264 + x234 + x265), x233 * x270 * (gemm_half_efficiency_dim + x278) / x278)
-    del x234, x278
-    t_adapter = dense_share * (lora_down * x277 + x277 * x81) + lora_k * (x267 + numpy.maximum(x268 * x270 * (gemm_half_efficiency_dim + x269) / x269, x137 * (tokens_mb * x268 + x264 * x268 + x265))) + lora_o * (x267 + numpy.maximum(x137 * (x224 * x264 + x225 + x265), x224 * x270 * (gemm_half_efficiency_dim + x271) / x271)) + lora_q * (x267 + numpy.maximum(x270 * x272 * (gemm_half_efficiency_dim + x273) / x273, x137 * (tokens_mb * x272 + x264 * x272 + x265))) + lora_v * (x267 + numpy.maximum(x270 * x274 * (gemm_half_efficiency_dim + x275) / x275, x137 * (tokens_mb * x274 + x264 * x274 + x265))) + moe_share * x62 * (lora_down * x279 + x279 * x81)
-    del x225, x264, x265, x267, x268, x269, x270, x271, x272, x273, x274, x275, x277, x279, x62
-    x280 = -stage_params
-    x281 = -stage_embedding_params - x280
-    x282 = full_recompute + 2
-    dequant_mb = dequantize_base * x136 * x281 * x282 * (base_weight_bytes_per_param + bytes_per_element)
-    x283 = x47 + x57
+    x251 = routed_copies * x70
+    x252 = x140 * (experts_per_token * x244 + x251 + x77)
+    del x77
+    x253 = gemm_tile_dim ** (-1.0)
+    x254 = ep * routed_copies / experts
+    x255 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x246 * x250 * (grouped_gemm_token_half_dim + x254) * numpy.ceil(x254 / grouped_gemm_tile_tokens) / ep ** 2
+    del x254
+    x256 = mlp_matrices - 1
+    t_moe = mlp_matrices * shared_experts * numpy.maximum(x140 * (hidden * x236 + x136 + x237), x151 * x236 * (gemm_half_efficiency_dim + x238) / x238) + 20 * x139 * x233 + 4 * x158 * x234 + 2 * x6 * numpy.maximum(x140 * (hidden * x7 + x242 + x244), x242 * x246 * x7 * (gemm_half_efficiency_dim + x245) / x245) + (capacity_factor * token_drop + x247 * (x248 * numpy.sqrt(expert_load_cv ** 2 + x250) * numpy.sqrt(numpy.log(ep)) + 1)) * (x256 * numpy.maximum(x252, x255 * (grouped_gemm_inner_half_dim + x7) * numpy.ceil(x253 * x70)) + numpy.maximum(x252, x255 * (grouped_gemm_inner_half_dim + x70) * numpy.ceil(x253 * x7))) + numpy.maximum(x140 * (x12 + x136 + x233), x103 * x155 * (gemm_half_efficiency_dim + x235) / x235)
+    del x103, x12, x155, x233, x235, x238, x242, x244, x245, x250, x252, x253, x255, x6
+    x257 = (sequence_parallel * x65 + 1) ** (-1.0)
+    x258 = hidden * x257
+    x259 = shared_experts * x236
+    x260 = experts_per_token * x70
+    t_elem = elementwise_traffic_factor * x158 * (16 * x258 * x41 + x74 * (4 * moe_share * tp * (x241 * x260 + x259) + 4 * x73))
+    del x158, x241, x73
+    x261 = vocab * x74
+    x262 = tokens_mb * x261
+    x263 = x140 * (x136 + x262 + x59 * x74)
+    del x59
+    x264 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x261)
+    x265 = x119 * (gemm_half_efficiency_dim + x264) / x264
+    del x119, x264
+    t_logits = low_precision_output_layer * numpy.maximum(x263, x145 * x265) + (1 - low_precision_output_layer) * numpy.maximum(x263, x163 * x265)
+    del x163, x263, x265
+    t_loss = loss_bytes_per_logit * x139 * x262
+    del x262
+    x266 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x139 * (bytes_per_element + x256 * x266) * (shared_experts * x237 + x251)
+    del x251
+    x267 = numpy.maximum(1, lora_rank)
+    x268 = tokens_mb * x267
+    x269 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x267)
+    x270 = numpy.maximum(x140 * (hidden * x267 + x136 + x268), x151 * x267 * (gemm_half_efficiency_dim + x269) / x269)
+    del x151, x269
+    x271 = x29 * x74
+    x272 = numpy.minimum(numpy.minimum(tokens_mb, x267), x271)
+    x273 = x246 * x268
+    del x246
+    x274 = numpy.minimum(numpy.minimum(tokens_mb, x227), x267)
+    x275 = x27 * x74
+    x276 = numpy.minimum(numpy.minimum(tokens_mb, x267), x275)
+    x277 = x30 * x74
+    x278 = numpy.minimum(numpy.minimum(tokens_mb, x267), x277)
+    x279 = numpy.minimum(numpy.minimum(tokens_mb, x230), x267)
+    x280 = x270 + numpy.maximum(x140 * (x230 * x267 + x231 + x268), x230 * x273 * (gemm_half_efficiency_dim + x279) / x279)
+    del x231, x279
+    x281 = numpy.minimum(numpy.minimum(tokens_mb, x236), x267)
+    x282 = x270 + numpy.maximum(x140 * (x236 * x267 + x237 + x268), x236 * x273 * (gemm_half_efficiency_dim + x281) / x281)
+    del x237, x281
+    t_adapter = dense_share * (lora_down * x280 + x280 * x81) + lora_k * (x270 + numpy.maximum(x271 * x273 * (gemm_half_efficiency_dim + x272) / x272, x140 * (tokens_mb * x271 + x267 * x271 + x268))) + lora_o * (x270 + numpy.maximum(x140 * (x227 * x267 + x228 + x268), x227 * x273 * (gemm_half_efficiency_dim + x274) / x274)) + lora_q * (x270 + numpy.maximum(x273 * x275 * (gemm_half_efficiency_dim + x276) / x276, x140 * (tokens_mb * x275 + x267 * x275 + x268))) + lora_v * (x270 + numpy.maximum(x273 * x277 * (gemm_half_efficiency_dim + x278) / x278, x140 * (tokens_mb * x277 + x267 * x277 + x268))) + moe_share * x62 * (lora_down * x282 + x282 * x81)
+    del x228, x267, x268, x270, x271, x272, x273, x274, x275, x276, x277, x278, x280, x282, x62
+    x283 = -stage_params
+    x284 = -stage_embedding_params - x283
+    x285 = full_recompute + 2
+    dequant_mb = dequantize_base * x139 * x284 * x285 * (base_weight_bytes_per_param + bytes_per_element)
+    x286 = x47 + x57
     del x47
-    x284 = routed_copies * x246
-    del routed_copies, x246
-    x285 = cast_bytes_per_element * x162
-    del x162
-    t_cast_fwd = x285 * (dense_share * (hidden + x227) + moe_share * (shared_experts * (hidden + x233) + x284 * (x7 + x70)) + x283 * (hidden + x224) + x54 * (hidden + x221))
-    del x224
-    t_cast_bwd = x285 * (dense_share * (hidden + x227 * x253) + moe_share * (shared_experts * (hidden + x233 * x253) + x284 * (x253 * x70 + x7)) + x283 * (hidden + x150) + x54 * (hidden + x134))
-    del x134, x150, x233, x283, x284, x285
-    x286 = dense_share * t_mlp
-    x287 = moe_share * t_moe
-    x288 = t_proj + t_qkv
-    x289 = x286 + x287 + x288
-    x290 = t_core + t_scores
-    x291 = t_elem + x290
-    x292 = x289 + x291
-    t_layer_fwd = t_adapter + x292
-    x293 = reference_model * (stage_layers * x292 + t_logits)
-    del x292
-    x294 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x295 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x254 * x294
-    x296 = x132 * x290
-    del x132, x290
-    x297 = mlp_matrices ** (-1.0)
-    x298 = recompute_moe * x129
-    x299 = recompute_moe_act * (1 - x298)
-    x300 = kv_heads * x33
-    x301 = -frozen_base * x289 + full_recompute * (t_layer_fwd - x128 * x286 * x297) + x129 * (moe_share * t_moe_act * x299 + recompute_mlp * x286 + recompute_moe * x287 + x131 * (t_elem + t_mlp * x297 + t_proj + t_qkv * x29 / (x27 + x300)) + x296)
-    del t_moe_act, x128, x29, x297
-    x302 = 3 * t_core
-    x303 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x302
-    x304 = numpy.minimum(numpy.minimum(tokens_mb, x217), 2.0 * hidden)
-    x305 = t_mlp * x22
+    x287 = routed_copies * x249
+    del routed_copies, x249
+    x288 = cast_bytes_per_element * x165
+    del x165
+    t_cast_fwd = x288 * (dense_share * (hidden + x230) + moe_share * (shared_experts * (hidden + x236) + x287 * (x7 + x70)) + x286 * (hidden + x227) + x54 * (hidden + x224))
+    del x227
+    t_cast_bwd = x288 * (dense_share * (hidden + x230 * x256) + moe_share * (shared_experts * (hidden + x236 * x256) + x287 * (x256 * x70 + x7)) + x286 * (hidden + x153) + x54 * (hidden + x137))
+    del x137, x153, x236, x286, x287, x288
+    x289 = dense_share * t_mlp
+    x290 = moe_share * t_moe
+    x291 = t_proj + t_qkv
+    x292 = x289 + x290 + x291
+    x293 = t_core + t_scores
+    x294 = t_elem + x293
+    x295 = x292 + x294
+    t_layer_fwd = t_adapter + x295
+    x296 = reference_model * (stage_layers * x295 + t_logits)
+    del x295
+    x297 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x298 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x257 * x297
+    x299 = x135 * x293
+    del x135, x293
+    x300 = mlp_matrices ** (-1.0)
+    x301 = recompute_moe * x130
+    x302 = recompute_moe_act * (1 - x301)
+    x303 = kv_heads * x33
+    x304 = -frozen_base * x292 + full_recompute * (t_layer_fwd - x129 * x289 * x300) + x130 * (moe_share * t_moe_act * x302 + recompute_mlp * x289 + recompute_moe * x290 + t_proj * x134 + x132 * (t_elem + t_mlp * x300 + t_proj + t_qkv * x29 / (x27 + x303)) + x299)
+    del t_moe_act, x129, x29, x300
+    x305 = 3 * t_core
+    x306 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x305
+    x307 = numpy.minimum(numpy.minimum(tokens_mb, x220), 2.0 * hidden)
+    x308 = t_mlp * x22
     del t_mlp, x22
-    x306 = t_moe * x19
+    x309 = t_moe * x19
     del t_moe
-    x307 = 3 * t_logits + t_loss
+    x310 = 3 * t_logits + t_loss
     del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x295) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x286 - 2 * x287 - x295 - x301)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x286 + 3 * x287 + x301 + x303) + x293 + x307 + x64 * (full_recompute * (x288 + x291 + x305 + x306) + x129 * x296 + x303 + 3 * x305 + 3 * x306 + x307 + 3 * numpy.maximum(x119 * x142 * (gemm_half_efficiency_dim + x304) / x304, x137 * (2.0 * x133 + x21 * x74 + x219)))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x119, x133, x137, x142, x21, x286, x287, x288, x291, x295, x296, x301, x303, x304, x305, x306
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x293
-    del x293
-    weight_grad_mb = x89 * (stage_layers * x289 + t_logits)
-    del t_logits, x289
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x298) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x289 - 2 * x290 - x298 - x304)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x289 + 3 * x290 + x304 + x306) + x296 + x310 + x64 * (full_recompute * (x291 + x294 + x308 + x309) + x130 * x299 + x306 + 3 * x308 + 3 * x309 + x310 + 3 * numpy.maximum(x120 * x145 * (gemm_half_efficiency_dim + x307) / x307, x140 * (2.0 * x136 + x21 * x74 + x222)))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x120, x136, x140, x145, x21, x289, x290, x291, x294, x298, x299, x304, x306, x307, x308, x309
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x296
+    del x296
+    weight_grad_mb = x89 * (stage_layers * x292 + t_logits)
+    del t_logits, x292
     compute_s = compute_mb * microbatches
-    x308 = stage_layers + x64
-    x309 = 2 * full_recompute
-    x310 = x131 * (2 - sequence_parallel) + x309 + 4
-    x311 = tp_intra_ranks - 1
-    x312 = 2 * intra_latency_s
-    x313 = numpy.minimum(1, x65)
+    x311 = stage_layers + x64
+    x312 = 2 * full_recompute
+    x313 = x132 * (2 - sequence_parallel) + x312 + 4
+    x314 = tp_intra_ranks - 1
+    x315 = 2 * intra_latency_s
+    x316 = numpy.minimum(1, x65)
     del x65
-    x314 = tp_intra_ranks ** (-1.0)
-    x315 = tp * x314 - 1
-    x316 = 2 * inter_latency_s
-    x317 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x318 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x319 = x318 / scale_out_bus_efficiency
-    x320 = bytes_per_element * x319
-    x321 = bytes_per_element * x147 * x311 * x314 * x317 + collective_overhead_s * x313 + 2 * x219 * x315 * x320 + x311 * x312 + x315 * x316
-    del x147, x219, x311, x314, x315
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x308 * x310 * x321 * x41) + x308 * x310 * x321 * x41
-    del x310, x321
-    x322 = 1 - cp_intra
-    x323 = cp_intra * intra_latency_s + inter_latency_s * x322
-    x324 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x325 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x326 = bytes_per_element / (cp_intra * x324 + x322 * x325)
-    del x322
-    x327 = x308 * x57 * (3 * cp - 3) * (x139 * x300 * x326 + x323)
-    del x300, x57
-    x328 = cp - 1
-    x329 = x0 * x326 * x328
-    del x326
-    cp_comm_mb = -cp_overlap * numpy.minimum(x327, x302 * x308) + x282 * x308 * x54 * (x135 * x329 + x222 * x329 + 2 * x323 * x328) + x327
-    del x135, x222, x302, x323, x327, x328, x329, x54
-    x330 = x69 * numpy.minimum(etp, tp_intra_ranks)
+    x317 = tp_intra_ranks ** (-1.0)
+    x318 = tp * x317 - 1
+    x319 = 2 * inter_latency_s
+    x320 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x321 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x322 = x321 / scale_out_bus_efficiency
+    x323 = bytes_per_element * x322
+    x324 = bytes_per_element * x150 * x314 * x317 * x320 + collective_overhead_s * x316 + 2 * x222 * x318 * x323 + x314 * x315 + x318 * x319
+    del x150, x222, x314, x317, x318
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x311 * x313 * x324 * x41) + x311 * x313 * x324 * x41
+    del x313, x324
+    x325 = 1 - cp_intra
+    x326 = cp_intra * intra_latency_s + inter_latency_s * x325
+    x327 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x328 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x329 = bytes_per_element / (cp_intra * x327 + x325 * x328)
+    del x325
+    x330 = x311 * x57 * (3 * cp - 3) * (x142 * x303 * x329 + x326)
+    del x303, x57
+    x331 = cp - 1
+    x332 = x0 * x329 * x331
+    del x329
+    cp_comm_mb = -cp_overlap * numpy.minimum(x330, x305 * x311) + x285 * x311 * x54 * (x138 * x332 + x225 * x332 + 2 * x326 * x331) + x330
+    del x138, x225, x305, x326, x330, x331, x332, x54
+    x333 = x69 * numpy.minimum(etp, tp_intra_ranks)
     del x69
-    x331 = 1 - x330
-    x332 = 4 * etp - 4
-    x333 = bytes_per_element * x231
-    x334 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x335 = x334 ** (-1.0)
-    x336 = ep * x335 - 1
-    x337 = 1 - hierarchical_dispatch
-    x338 = x236 + x237
-    del x236, x237
-    x339 = tokens_mb * x338 / a2a_efficiency_factor
-    x340 = x339 * (hierarchical_dispatch * (-x334 * x66 + 1) + x336 * x337 * x66) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x324 * (1 - deepep_dispatch))
+    x334 = 1 - x333
+    x335 = 4 * etp - 4
+    x336 = bytes_per_element * x234
+    x337 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x338 = x337 ** (-1.0)
+    x339 = ep * x338 - 1
+    x340 = 1 - hierarchical_dispatch
+    x341 = x239 + x240
+    del x239, x240
+    x342 = tokens_mb * x341 / a2a_efficiency_factor
+    x343 = x342 * (hierarchical_dispatch * (-x337 * x66 + 1) + x339 * x340 * x66) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x327 * (1 - deepep_dispatch))
     del x66
-    x341 = 1 - x335
-    del x335
-    x342 = x339 * x341 * x7 * (experts_per_token * x337 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x334 * (1 - x341 ** experts_per_token)))
-    del x337, x339, x341
-    x343 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
-    x344 = moe_share * x308
-    del x308
-    x345 = x344 * (sequence_parallel * (x139 * x332 * x333 / (x324 * x330 + x325 * x331) + x332 * (inter_latency_s * x331 + intra_latency_s * x330)) + (x298 + 2) * (x312 * x336 + x316 * (x334 - 1) + numpy.maximum(x320 * x342, x333 * x340) + numpy.maximum(x231 * x340 * x343, x319 * x342 * x343)))
-    del x139, x231, x320, x330, x331, x332, x333, x334, x336, x340, x342, x343
-    x346 = ep_overlap * numpy.minimum(x345, 3 * t_layer_fwd * x344)
-    del x344
-    ep_comm_mb = comm_sm_fraction * x346 / (1 - comm_sm_fraction) + x345 - x346
-    del x345, x346
-    x347 = 1 - dualpipe
-    x348 = pp - 1
-    x349 = numpy.minimum(1, x348)
-    x350 = microbatches * vp
-    x351 = 1 - pp_intra
-    x352 = 1.0 * bytes_per_element
-    x353 = tokens_mb * x217
-    pp_comm_s = x347 * x349 * (2 * pp + 2 * x350 - 2) * (inter_latency_s * x351 + intra_latency_s * pp_intra + x352 * x353 / (pp_intra * x324 + x325 * x351))
-    del x324, x325, x351
-    x354 = 1 - dp_overlap
-    x355 = numpy.minimum(1, grad_shards - 1)
-    x356 = replica_intra_ranks - 1
-    x357 = replica_intra_ranks ** (-1.0)
-    x358 = shard_ranks ** (-1.0)
-    x359 = x357 * x358
-    x360 = numpy.maximum(1, dp * x359)
-    x361 = x360 - 1
-    x362 = x312 * x356
-    x363 = x316 * x361 + x362
-    x364 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x365 = stage_trainable_expert_params + stage_trainable_params
-    x366 = x364 * numpy.maximum(1.0, x365 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x364) * numpy.maximum(1, stage_layers)
-    del x364
-    x367 = x366 - 1
-    x368 = expert_shard_ranks ** (-1.0)
-    x369 = x357 * x368
-    del x357
-    x370 = numpy.maximum(1, expert_dp_ranks * x369)
-    x371 = x370 - 1
-    x372 = x316 * x371 + x362
-    del x362
-    x373 = 2.0 * grad_comm_bytes_per_param
-    x374 = stage_trainable_expert_params * x373
-    x375 = x317 * x374
-    x376 = x319 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x319
-    x377 = x374 * x376
-    x378 = stage_trainable_params * x373
-    del x373
-    x379 = x317 * x378
-    x380 = x376 * x378
-    x381 = dp_collectives_flat - 1
-    x382 = -x381
-    x383 = x382 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x384 = x381 + x383
-    x385 = (dp_collectives_flat + x383) ** (-1.0)
-    del x383
-    x386 = expert_dp_ranks * x385 - 1
-    x387 = x312 * x384 + x316 * x386
-    x388 = x382 * numpy.minimum(dp, dp_intra_ranks)
-    x389 = (dp_collectives_flat + x388) ** (-1.0)
-    x390 = dp * x389 - 1
-    x391 = x381 + x388
-    del x388
-    x392 = x312 * x391 + x316 * x390
-    del x312, x316
-    x393 = x355 * (x19 * (x356 * x369 * x375 + x367 * x372 + x369 * x371 * x377 / x370 + x372) + x356 * x359 * x379 + x359 * x361 * x380 / x360 + x363 * x367 + x363) + (1 - x355) * (x19 * (x375 * x384 * x385 + x387 + x377 * x386 / expert_dp_ranks) + x2 * x380 * x390 + x367 * (x19 * x387 + x392) + x379 * x389 * x391 + x392)
-    del x2, x356, x359, x360, x361, x363, x369, x370, x371, x372, x375, x377, x379, x380, x384, x385, x386, x387, x389, x390, x391, x392
-    x394 = fsdp_keeps_gathered_under_pp * x349 * zero3
-    del x349
-    x395 = microbatches * (1 - x394)
-    x396 = x382 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x397 = x381 + x396
-    x398 = intra_latency_s * x397
-    x399 = (dp_collectives_flat + x396) ** (-1.0)
-    del x396
-    x400 = expert_shard_ranks * x399 - 1
-    x401 = inter_latency_s * x400
-    x402 = 2 * x398 + 2 * x401
-    x403 = x382 * numpy.minimum(dp_intra_ranks, shard_ranks)
-    del x382
-    x404 = (dp_collectives_flat + x403) ** (-1.0)
-    x405 = shard_ranks * x404 - 1
-    x406 = inter_latency_s * x405
-    x407 = x381 + x403
-    del x381, x403
-    x408 = intra_latency_s * x407
-    x409 = 2 * x406 + 2 * x408
-    x410 = x317 * x397 * x399
-    del x397, x399
-    x411 = x368 * x376 * x400
-    del x368, x400
-    x412 = x317 * x404 * x407
-    del x317, x404, x407
-    x413 = x358 * x376 * x405
-    del x358, x376, x405
-    x414 = x398 + x401
-    del x398, x401
-    x415 = x406 + x408
-    del x406, x408
-    x416 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x89)
-    x417 = base_weight_bytes_per_param * x281 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x281
-    x418 = 1.0 * frozen_base * x417 + x352 * (stage_adapter_params + stage_params * x89) - x416
-    del stage_adapter_params, stage_params, x352, x89
-    x419 = x19 * (x410 * x416 + x411 * x416 + x414) + x367 * (x19 * x414 + x415) + x412 * x418 + x413 * x418 + x415
-    del x414, x415, x416, x418
-    x420 = 1 / 2 * x355 * (x394 + x395) * (x19 * (x374 * x410 + x374 * x411 + x402) + x367 * (x19 * x402 + x409) + x378 * x412 + x378 * x413 + x409) + zero3 * (x394 * x419 + 2 * x395 * x419)
-    del x355, x374, x378, x395, x402, x409, x410, x411, x412, x413, x419
-    x421 = x366 ** (-1.0)
-    del x366
-    x422 = x367 * x421
+    x344 = 1 - x338
+    del x338
+    x345 = x342 * x344 * x7 * (experts_per_token * x340 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x337 * (1 - x344 ** experts_per_token)))
+    del x340, x342, x344
+    x346 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x347 = moe_share * x311
+    del x311
+    x348 = x347 * (sequence_parallel * (x142 * x335 * x336 / (x327 * x333 + x328 * x334) + x335 * (inter_latency_s * x334 + intra_latency_s * x333)) + (x301 + 2) * (x315 * x339 + x319 * (x337 - 1) + numpy.maximum(x323 * x345, x336 * x343) + numpy.maximum(x234 * x343 * x346, x322 * x345 * x346)))
+    del x142, x234, x323, x333, x334, x335, x336, x337, x339, x343, x345, x346
+    x349 = ep_overlap * numpy.minimum(x348, 3 * t_layer_fwd * x347)
+    del x347
+    ep_comm_mb = comm_sm_fraction * x349 / (1 - comm_sm_fraction) + x348 - x349
+    del x348, x349
+    x350 = 1 - dualpipe
+    x351 = pp - 1
+    x352 = numpy.minimum(1, x351)
+    x353 = microbatches * vp
+    x354 = 1 - pp_intra
+    x355 = 1.0 * bytes_per_element
+    x356 = tokens_mb * x220
+    pp_comm_s = x350 * x352 * (2 * pp + 2 * x353 - 2) * (inter_latency_s * x354 + intra_latency_s * pp_intra + x355 * x356 / (pp_intra * x327 + x328 * x354))
+    del x327, x328, x354
+    x357 = 1 - dp_overlap
+    x358 = numpy.minimum(1, grad_shards - 1)
+    x359 = replica_intra_ranks - 1
+    x360 = replica_intra_ranks ** (-1.0)
+    x361 = shard_ranks ** (-1.0)
+    x362 = x360 * x361
+    x363 = numpy.maximum(1, dp * x362)
+    x364 = x363 - 1
+    x365 = x315 * x359
+    x366 = x319 * x364 + x365
+    x367 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x368 = stage_trainable_expert_params + stage_trainable_params
+    x369 = x367 * numpy.maximum(1.0, x368 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x367) * numpy.maximum(1, stage_layers)
     del x367
-    dp_comm_s = dp_overlap * numpy.minimum(x393, numpy.maximum(x393 * x421, -2 * stage_layers * t_layer_fwd * x422 + x393)) + dp_overlap * numpy.minimum(x420, numpy.maximum(x420 * x421, -compute_s * x422 + x420)) + x354 * x393 + x354 * x420
-    del t_layer_fwd, x354, x393, x420, x421, x422
-    x423 = dispatch_host_sync * x244
-    x424 = 2.0 * x19 * x244 * numpy.maximum(0, cuda_graphs - 1)
-    del x19, x244
-    x425 = numpy.maximum(0, cuda_graphs - x424 - 1)
-    x426 = stage_layers * (1 - x425)
-    x427 = host_launch_factor * moe_share * x426 * (expert_overhead_s * x67 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    x370 = x369 - 1
+    x371 = expert_shard_ranks ** (-1.0)
+    x372 = x360 * x371
+    del x360
+    x373 = numpy.maximum(1, expert_dp_ranks * x372)
+    x374 = x373 - 1
+    x375 = x319 * x374 + x365
+    del x365
+    x376 = 2.0 * grad_comm_bytes_per_param
+    x377 = stage_trainable_expert_params * x376
+    x378 = x320 * x377
+    x379 = x322 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x322
+    x380 = x377 * x379
+    x381 = stage_trainable_params * x376
+    del x376
+    x382 = x320 * x381
+    x383 = x379 * x381
+    x384 = dp_collectives_flat - 1
+    x385 = -x384
+    x386 = x385 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x387 = x384 + x386
+    x388 = (dp_collectives_flat + x386) ** (-1.0)
+    del x386
+    x389 = expert_dp_ranks * x388 - 1
+    x390 = x315 * x387 + x319 * x389
+    x391 = x385 * numpy.minimum(dp, dp_intra_ranks)
+    x392 = (dp_collectives_flat + x391) ** (-1.0)
+    x393 = dp * x392 - 1
+    x394 = x384 + x391
+    del x391
+    x395 = x315 * x394 + x319 * x393
+    del x315, x319
+    x396 = x358 * (x19 * (x359 * x372 * x378 + x370 * x375 + x372 * x374 * x380 / x373 + x375) + x359 * x362 * x382 + x362 * x364 * x383 / x363 + x366 * x370 + x366) + (1 - x358) * (x19 * (x378 * x387 * x388 + x390 + x380 * x389 / expert_dp_ranks) + x2 * x383 * x393 + x370 * (x19 * x390 + x395) + x382 * x392 * x394 + x395)
+    del x2, x359, x362, x363, x364, x366, x372, x373, x374, x375, x378, x380, x382, x383, x387, x388, x389, x390, x392, x393, x394, x395
+    x397 = fsdp_keeps_gathered_under_pp * x352 * zero3
+    del x352
+    x398 = microbatches * (1 - x397)
+    x399 = x385 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x400 = x384 + x399
+    x401 = intra_latency_s * x400
+    x402 = (dp_collectives_flat + x399) ** (-1.0)
+    del x399
+    x403 = expert_shard_ranks * x402 - 1
+    x404 = inter_latency_s * x403
+    x405 = 2 * x401 + 2 * x404
+    x406 = x385 * numpy.minimum(dp_intra_ranks, shard_ranks)
+    del x385
+    x407 = (dp_collectives_flat + x406) ** (-1.0)
+    x408 = shard_ranks * x407 - 1
+    x409 = inter_latency_s * x408
+    x410 = x384 + x406
+    del x384, x406
+    x411 = intra_latency_s * x410
+    x412 = 2 * x409 + 2 * x411
+    x413 = x320 * x400 * x402
+    del x400, x402
+    x414 = x371 * x379 * x403
+    del x371, x403
+    x415 = x320 * x407 * x410
+    del x320, x407, x410
+    x416 = x361 * x379 * x408
+    del x361, x379, x408
+    x417 = x401 + x404
+    del x401, x404
+    x418 = x409 + x411
+    del x409, x411
+    x419 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x89)
+    x420 = base_weight_bytes_per_param * x284 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x284
+    x421 = 1.0 * frozen_base * x420 + x355 * (stage_adapter_params + stage_params * x89) - x419
+    del stage_adapter_params, stage_params, x355, x89
+    x422 = x19 * (x413 * x419 + x414 * x419 + x417) + x370 * (x19 * x417 + x418) + x415 * x421 + x416 * x421 + x418
+    del x417, x418, x419, x421
+    x423 = 1 / 2 * x358 * (x397 + x398) * (x19 * (x377 * x413 + x377 * x414 + x405) + x370 * (x19 * x405 + x412) + x381 * x415 + x381 * x416 + x412) + zero3 * (x397 * x422 + 2 * x398 * x422)
+    del x358, x377, x381, x398, x405, x412, x413, x414, x415, x416, x422
+    x424 = x369 ** (-1.0)
+    del x369
+    x425 = x370 * x424
+    del x370
+    dp_comm_s = dp_overlap * numpy.minimum(x396, numpy.maximum(x396 * x424, -2 * stage_layers * t_layer_fwd * x425 + x396)) + dp_overlap * numpy.minimum(x423, numpy.maximum(x423 * x424, -compute_s * x425 + x423)) + x357 * x396 + x357 * x423
+    del t_layer_fwd, x357, x396, x423, x424, x425
+    x426 = dispatch_host_sync * x247
+    x427 = 2.0 * x19 * x247 * numpy.maximum(0, cuda_graphs - 1)
+    del x19, x247
+    x428 = numpy.maximum(0, cuda_graphs - x427 - 1)
+    x429 = stage_layers * (1 - x428)
+    x430 = host_launch_factor * moe_share * x429 * (expert_overhead_s * x67 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
     del x67
-    x428 = x423 * x427
-    x429 = compute_mb + tp_comm_mb
-    x430 = microbatches ** (-1.0)
-    x431 = x429 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x425 * x430 + x41 * x426 * (graph_launch_s * x282 * (-x425 + numpy.minimum(1, cuda_graphs - x424)) + layer_overhead_s * (full_recompute + 3))) + x427 * (1 - x423)) / x429) ** host_overlap_exponent) / host_overlap_exponent)
-    del x282, x423, x424, x425, x426, x427
-    x432 = x428 + x431
-    launch_s = microbatches * x432
+    x431 = x426 * x430
+    x432 = compute_mb + tp_comm_mb
+    x433 = microbatches ** (-1.0)
+    x434 = x432 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x428 * x433 + x41 * x429 * (graph_launch_s * x285 * (-x428 + numpy.minimum(1, cuda_graphs - x427)) + layer_overhead_s * (full_recompute + 3))) + x430 * (1 - x426)) / x432) ** host_overlap_exponent) / host_overlap_exponent)
+    del x285, x426, x427, x428, x429, x430
+    x435 = x431 + x434
+    launch_s = microbatches * x435
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x433 = cp_comm_mb + ep_comm_mb + x429 + x432
-    del x429, x432
-    x434 = vp ** (-1.0)
-    x435 = x433 / compute_mb
-    x436 = dualpipe * x430 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x435 + 2 * tp_comm_mb - 3 * weight_grad_mb * x435 + 2 * x428 + 2 * x431) / x433 + x347 * x348 * x430 * x434
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x428, x430, x431, x435
-    bubble_s = microbatches * x433 * x436
-    del x433
-    x437 = stage_trainable_expert_params / expert_optimizer_shards
-    x438 = stage_trainable_params / optimizer_shards
-    optimizer_s = x136 * (x437 + x438) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x136
-    x439 = microbatches * stage_extra_layers * (compute_mb - x307) * (x436 + 1) / stage_layers
-    del compute_mb, x307, x436
-    x440 = dp_comm_s + pp_comm_s
-    x441 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x440
-    x442 = gpus + 0.474798
-    x443 = gpus ** (-1.0)
-    x444 = x442 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x441 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x441 * numpy.maximum(0, -x245 * erfinv(1.71458910109456 * x443 * x444 * (0.0686881539789491 * x444 + 0.112063) - 1 + 1.16023 / x442)) + x439 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x439 + x441)
-    del x439, x442, x444
-    step_time_s = straggler_s + x441
-    del x441
-    x445 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x445
-    x446 = tokens_per_s * x443
-    x447 = model_flops_per_token * x446
-    tflops_per_gpu = 1e-12 * x447
-    mfu = x140 * x447
-    del x447
-    hfu = hardware_flops_per_token * x140 * x446
-    del hardware_flops_per_token, x140, x446
-    x448 = bytes_per_element * x365 * x394
-    del x365, x394
-    x449 = expert_weight_shards ** (-1.0)
-    x450 = base_weight_bytes_per_param * stage_expert_params
-    x451 = weight_shards ** (-1.0)
-    x452 = frozen_base * (x449 * x450 + x451 * (x417 - x450)) + reference_model * (bytes_per_element * stage_expert_params * x449 + bytes_per_element * x451 * (-stage_expert_params - x280)) + stage_trainable_expert_params * weight_bytes_per_param * x449 + stage_trainable_params * weight_bytes_per_param * x451
-    del stage_expert_params, x280, x417, x449, x450, x451
-    weights_bytes = x448 + x452
-    x453 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x436 = cp_comm_mb + ep_comm_mb + x432 + x435
+    del x432, x435
+    x437 = vp ** (-1.0)
+    x438 = x436 / compute_mb
+    x439 = dualpipe * x433 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x438 + 2 * tp_comm_mb - 3 * weight_grad_mb * x438 + 2 * x431 + 2 * x434) / x436 + x350 * x351 * x433 * x437
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x431, x433, x434, x438
+    bubble_s = microbatches * x436 * x439
+    del x436
+    x440 = stage_trainable_expert_params / expert_optimizer_shards
+    x441 = stage_trainable_params / optimizer_shards
+    optimizer_s = x139 * (x440 + x441) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x139
+    x442 = microbatches * stage_extra_layers * (compute_mb - x310) * (x439 + 1) / stage_layers
+    del compute_mb, x310, x439
+    x443 = dp_comm_s + pp_comm_s
+    x444 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x443
+    x445 = gpus + 0.474798
+    x446 = gpus ** (-1.0)
+    x447 = x445 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x444 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x444 * numpy.maximum(0, -x248 * erfinv(1.71458910109456 * x446 * x447 * (0.0686881539789491 * x447 + 0.112063) - 1 + 1.16023 / x445)) + x442 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x442 + x444)
+    del x442, x445, x447
+    step_time_s = straggler_s + x444
+    del x444
+    x448 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x448
+    x449 = tokens_per_s * x446
+    x450 = model_flops_per_token * x449
+    tflops_per_gpu = 1e-12 * x450
+    mfu = x143 * x450
+    del x450
+    hfu = hardware_flops_per_token * x143 * x449
+    del hardware_flops_per_token, x143, x449
+    x451 = bytes_per_element * x368 * x397
+    del x368, x397
+    x452 = expert_weight_shards ** (-1.0)
+    x453 = base_weight_bytes_per_param * stage_expert_params
+    x454 = weight_shards ** (-1.0)
+    x455 = frozen_base * (x452 * x453 + x454 * (x420 - x453)) + reference_model * (bytes_per_element * stage_expert_params * x452 + bytes_per_element * x454 * (-stage_expert_params - x283)) + stage_trainable_expert_params * weight_bytes_per_param * x452 + stage_trainable_params * weight_bytes_per_param * x454
+    del stage_expert_params, x283, x420, x452, x453, x454
+    weights_bytes = x451 + x455
+    x456 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x448 + x453
-    optimizer_state_bytes = optimizer_bytes_per_param * x437 + optimizer_bytes_per_param * x438
-    del x437, x438
-    x454 = remat_keeps_named_only * selective_option * numpy.minimum(1, offloaded_activation_vectors)
-    x455 = bytes_per_element * tokens_mb
-    x456 = hidden * x338
-    x457 = 2 * tokens_mb
-    x458 = tokens_mb * x104
-    x459 = x227 * x458
-    x460 = recompute_mlp * x129
-    x461 = tokens_mb * x456
-    x462 = 4 * x461
-    x463 = heads + kv_heads
-    x464 = kv_heads / heads
-    x465 = x41 * x462
-    x466 = tokens_mb * x256
-    del x256
-    x467 = tokens_mb * x338
-    x468 = dense_share * x227 * (1 - x460)
-    del x227
-    x469 = 1 - recompute_norms
-    x470 = cp ** (-2.0)
-    x471 = numpy.maximum(attention_scores_stored, x169)
-    del x169
-    x472 = linear_input_bytes + x104 - 2
+    grads_bytes = x451 + x456
+    optimizer_state_bytes = optimizer_bytes_per_param * x440 + optimizer_bytes_per_param * x441
+    del x440, x441
+    x457 = x133 * numpy.minimum(1, offloaded_activation_vectors)
+    del x133
+    x458 = bytes_per_element * tokens_mb
+    x459 = hidden * x341
+    x460 = 2 * tokens_mb
+    x461 = tokens_mb * x104
+    x462 = x230 * x461
+    x463 = recompute_mlp * x130
+    x464 = tokens_mb * x459
+    x465 = 4 * x464
+    x466 = heads + kv_heads
+    x467 = kv_heads / heads
+    x468 = x41 * x465
+    x469 = tokens_mb * x259
+    del x259
+    x470 = tokens_mb * x341
+    x471 = dense_share * x230 * (1 - x463)
+    del x230
+    x472 = 1 - recompute_norms
+    x473 = cp ** (-2.0)
+    x474 = numpy.maximum(attention_scores_stored, x172)
+    del x172
+    x475 = linear_input_bytes + x104 - 2
     del x104
-    x473 = experts_per_token * x467 * (etp * linear_input_bytes * x7 + x472 * x70) + x466 * x472
-    del x472, x7, x70
-    x474 = micro_batch * x215 * x470 * x471 * (dropout_masks + 4)
-    del x215
-    x475 = tokens_mb * x13
-    x476 = linear_input_bytes * x41 * x461 * x469
-    del x41, x461
-    x477 = lora_rank * x455 * (lora_down + lora_k + lora_o + lora_q + lora_v + x81) + x131 * x457 * (hidden * x80 + 2 * sequence_parallel * x217 * x313 + x456 + x74 * (x130 + x27 + x30)) + (1 - x131) * (2 * attention_softcap * heads * micro_batch * x214 * x3 * x470 * x471 * x56 * x74 - dense_share * x459 * x460 - frozen_base * (linear_input_bytes * tokens_mb * x468 * (1 - lora_down) + x476 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x476 * (1 - numpy.minimum(1, x81))) - heads * recompute_mla_up_proj * x26 * x457 * x74 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x338 * (2 * dropout_masks + 8) + 2 * linear_attention_layers * micro_batch * seq_len * x0 * x3 * x74 * (linear_key_heads * x153 + 68.0 * linear_value_heads + 5 * x42) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x74 * (5 * x49 + x51) + 2 * micro_batch * seq_len * x0 * x74 * (-x13 * (x464 + 1) + x33 * x463) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x32) - mlp_free_layers * x3 * x459 - moe_share * x298 * x473 + moe_share * (-x459 + x473) - moe_share * (linear_input_bytes * x299 + x253 * (2 - x263)) * (x257 * x467 + x466) - recompute_norms * x465 - x40 * x462 - x74 * (x164 + 1) * (x33 * x457 * x463 + x474) + x74 * (ffn * x458 + hidden * tokens_mb * (4 * x464 + 2) + x474 + x475) - (1 - 1 / 2 * linear_input_bytes) * (x457 * x468 + x465 * x469))
-    del dense_share, moe_share, x0, x13, x130, x131, x153, x164, x214, x217, x253, x257, x26, x263, x27, x298, x299, x3, x30, x313, x32, x33, x338, x40, x42, x456, x457, x458, x459, x460, x462, x463, x464, x465, x466, x467, x468, x469, x470, x471, x473, x474, x476, x49, x51, x56, x80, x81
-    x478 = x254 * x475
-    del x254, x475
-    x479 = offloaded_activation_vectors * x478
-    x480 = tokens_mb * x255 * x309 + x129 * (x454 * numpy.maximum(x478, x479) + x477 * (1 - x454))
-    del x129, x255, x309, x478
-    x481 = loss_logit_chunks ** (-1.0)
-    x482 = loss_extra_bytes_per_logit * tokens_mb * x258 * x481 + 4 * x353 * (vocab * x144 * x481 + 1)
-    del x144, x258, x353, x481
-    x483 = stage_layers * x434 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x347 * numpy.minimum(x350, pp * vp + x348 * numpy.minimum(1, vp - 1)))
-    del microbatches, x347, x348, x350, x434
-    activation_bytes = linear_value_heads * x154 * x455 * x74 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x221 * numpy.minimum(1, mamba_layers) + x477 * (full_recompute + x454) + x480 * x483 + x482 + x64 * (x480 + x482) - numpy.where(numpy.greater(x483, 2), x483 - 2, 0.0) * numpy.minimum(x479, x480)
-    del tokens_mb, x154, x221, x454, x455, x477, x479, x480, x482, x483, x64, x74
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x448 + x452 + x453
-    del x448, x452, x453
-    x484 = nodes / (rack_mtbf_s * rack_nodes)
-    x485 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x486 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x487 = x484 + x485 + x486
-    system_mtbf_s = x487 ** (-1.0)
-    x488 = node_repair_s * x484
-    x489 = numpy.exp(-x488)
-    x490 = node_repair_s * x485
-    x491 = -spare_nodes
-    x492 = rack_nodes + x491
-    x493 = x488 * x489
-    del x488
-    x494 = 2 * rack_nodes + x491
-    x495 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x489 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x496 = 3 * rack_nodes + x491
-    x497 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x489 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x498 = 4 * rack_nodes + x491
-    x499 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x489 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x500 = 5 * rack_nodes + x491
-    x501 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x489 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x502 = 6 * rack_nodes + x491
-    x503 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x489 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x504 = 7 * rack_nodes + x491
-    x505 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x489 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x506 = 8 * rack_nodes + x491
-    x507 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x489 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x508 = 9 * rack_nodes + x491
-    x509 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x489 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x510 = 10 * rack_nodes + x491
-    x511 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x489 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x512 = 11 * rack_nodes + x491
-    x513 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x489 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x484 * (x489 * poisson_cdf(-x492, x490) + x493 * poisson_cdf(-x494, x490) + x495 * poisson_cdf(-x496, x490) + x497 * poisson_cdf(-x498, x490) + x499 * poisson_cdf(-x500, x490) + x501 * poisson_cdf(-x502, x490) + x503 * poisson_cdf(-x504, x490) + x505 * poisson_cdf(-x506, x490) + x507 * poisson_cdf(-x508, x490) + x509 * poisson_cdf(-x510, x490) + x511 * poisson_cdf(-x512, x490) + x513 * poisson_cdf(-12 * rack_nodes - x491, x490)) + x485 * (x489 * poisson_cdf(spare_nodes - 1, x490) + x493 * poisson_cdf(-x492 - 1, x490) + x495 * poisson_cdf(-x494 - 1, x490) + x497 * poisson_cdf(-x496 - 1, x490) + x499 * poisson_cdf(-x498 - 1, x490) + x501 * poisson_cdf(-x500 - 1, x490) + x503 * poisson_cdf(-x502 - 1, x490) + x505 * poisson_cdf(-x504 - 1, x490) + x507 * poisson_cdf(-x506 - 1, x490) + x509 * poisson_cdf(-x508 - 1, x490) + x511 * poisson_cdf(-x510 - 1, x490) + x513 * poisson_cdf(-x512 - 1, x490)) + x486)
-    del x484, x485, x486, x489, x490, x491, x492, x493, x494, x495, x496, x497, x498, x499, x500, x501, x502, x503, x504, x505, x506, x507, x508, x509, x510, x511, x512, x513
-    x514 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x515 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x487 * (x514 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x487 * (-manual_restart_s + x514 - x515))) + x514 - x515
-    del x487, x514, x515
+    x476 = experts_per_token * x470 * (etp * linear_input_bytes * x7 + x475 * x70) + x469 * x475
+    del x475, x7, x70
+    x477 = micro_batch * x218 * x473 * x474 * (dropout_masks + 4)
+    del x218
+    x478 = tokens_mb * x13
+    x479 = linear_input_bytes * x41 * x464 * x472
+    del x464
+    x480 = lora_rank * x458 * (lora_down + lora_k + lora_o + lora_q + lora_v + x81) + x132 * x460 * (hidden * x80 + 2 * sequence_parallel * x220 * x316 + x459 + x74 * (x131 + x27 + x30)) + (1 - x132) * (2 * attention_softcap * heads * micro_batch * x217 * x3 * x473 * x474 * x56 * x74 - dense_share * x462 * x463 - frozen_base * (linear_input_bytes * tokens_mb * x471 * (1 - lora_down) + x479 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x479 * (1 - numpy.minimum(1, x81))) - heads * recompute_mla_up_proj * x26 * x460 * x74 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x341 * (2 * dropout_masks + 8) + 2 * linear_attention_layers * micro_batch * seq_len * x0 * x3 * x74 * (linear_key_heads * x156 + 68.0 * linear_value_heads + 5 * x42) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x74 * (5 * x49 + x51) + 2 * micro_batch * seq_len * x0 * x74 * (-x13 * (x467 + 1) + x33 * x466) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x32) - mlp_free_layers * x3 * x462 - moe_share * x301 * x476 + moe_share * (-x462 + x476) - moe_share * (linear_input_bytes * x302 + x256 * (2 - x266)) * (x260 * x470 + x469) - recompute_norms * x468 - x134 * x41 * x459 * x460 - x40 * x465 - x74 * (x167 + 1) * (x33 * x460 * x466 + x477) + x74 * (ffn * x461 + hidden * tokens_mb * (4 * x467 + 2) + x477 + x478) - (1 - 1 / 2 * linear_input_bytes) * (x460 * x471 + x468 * x472))
+    del dense_share, moe_share, x0, x13, x131, x132, x134, x156, x167, x217, x220, x256, x26, x260, x266, x27, x3, x30, x301, x302, x316, x32, x33, x341, x40, x41, x42, x459, x460, x461, x462, x463, x465, x466, x467, x468, x469, x470, x471, x472, x473, x474, x476, x477, x479, x49, x51, x56, x80, x81
+    x481 = x257 * x478
+    del x257, x478
+    x482 = offloaded_activation_vectors * x481
+    x483 = tokens_mb * x258 * x312 + x130 * (x457 * numpy.maximum(x481, x482) + x480 * (1 - x457))
+    del x130, x258, x312, x481
+    x484 = loss_logit_chunks ** (-1.0)
+    x485 = loss_extra_bytes_per_logit * tokens_mb * x261 * x484 + 4 * x356 * (vocab * x147 * x484 + 1)
+    del x147, x261, x356, x484
+    x486 = stage_layers * x437 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x350 * numpy.minimum(x353, pp * vp + x351 * numpy.minimum(1, vp - 1)))
+    del microbatches, x350, x351, x353, x437
+    activation_bytes = linear_value_heads * x157 * x458 * x74 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x224 * numpy.minimum(1, mamba_layers) + x480 * (full_recompute + x457) + x483 * x486 + x485 + x64 * (x483 + x485) - numpy.where(numpy.greater(x486, 2), x486 - 2, 0.0) * numpy.minimum(x482, x483)
+    del tokens_mb, x157, x224, x457, x458, x480, x482, x483, x485, x486, x64, x74
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x451 + x455 + x456
+    del x451, x455, x456
+    x487 = nodes / (rack_mtbf_s * rack_nodes)
+    x488 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x489 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x490 = x487 + x488 + x489
+    system_mtbf_s = x490 ** (-1.0)
+    x491 = node_repair_s * x487
+    x492 = numpy.exp(-x491)
+    x493 = node_repair_s * x488
+    x494 = -spare_nodes
+    x495 = rack_nodes + x494
+    x496 = x491 * x492
+    del x491
+    x497 = 2 * rack_nodes + x494
+    x498 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x492 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x499 = 3 * rack_nodes + x494
+    x500 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x492 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x501 = 4 * rack_nodes + x494
+    x502 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x492 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x503 = 5 * rack_nodes + x494
+    x504 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x492 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x505 = 6 * rack_nodes + x494
+    x506 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x492 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x507 = 7 * rack_nodes + x494
+    x508 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x492 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x509 = 8 * rack_nodes + x494
+    x510 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x492 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x511 = 9 * rack_nodes + x494
+    x512 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x492 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x513 = 10 * rack_nodes + x494
+    x514 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x492 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x515 = 11 * rack_nodes + x494
+    x516 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x492 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x487 * (x492 * poisson_cdf(-x495, x493) + x496 * poisson_cdf(-x497, x493) + x498 * poisson_cdf(-x499, x493) + x500 * poisson_cdf(-x501, x493) + x502 * poisson_cdf(-x503, x493) + x504 * poisson_cdf(-x505, x493) + x506 * poisson_cdf(-x507, x493) + x508 * poisson_cdf(-x509, x493) + x510 * poisson_cdf(-x511, x493) + x512 * poisson_cdf(-x513, x493) + x514 * poisson_cdf(-x515, x493) + x516 * poisson_cdf(-12 * rack_nodes - x494, x493)) + x488 * (x492 * poisson_cdf(spare_nodes - 1, x493) + x496 * poisson_cdf(-x495 - 1, x493) + x498 * poisson_cdf(-x497 - 1, x493) + x500 * poisson_cdf(-x499 - 1, x493) + x502 * poisson_cdf(-x501 - 1, x493) + x504 * poisson_cdf(-x503 - 1, x493) + x506 * poisson_cdf(-x505 - 1, x493) + x508 * poisson_cdf(-x507 - 1, x493) + x510 * poisson_cdf(-x509 - 1, x493) + x512 * poisson_cdf(-x511 - 1, x493) + x514 * poisson_cdf(-x513 - 1, x493) + x516 * poisson_cdf(-x515 - 1, x493)) + x489)
+    del x487, x488, x489, x492, x493, x494, x495, x496, x497, x498, x499, x500, x501, x502, x503, x504, x505, x506, x507, x508, x509, x510, x511, x512, x513, x514, x515, x516
+    x517 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x518 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x490 * (x517 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x490 * (-manual_restart_s + x517 - x518))) + x517 - x518
+    del x490, x517, x518
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x516 = checkpoint_bytes * x443
-    x517 = x294 * x516
-    x518 = ckpt_async * x517
-    x519 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x520 = ckpt_sync * x519
-    x521 = x318 * x516
-    del x318, x516
-    x522 = ckpt_in_memory * (x517 + x521)
-    del x517
-    x523 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x524 = grad_bytes_per_param * trainable_params * x443
-    del x443
-    x525 = optimizer_s - step_time_s
-    x526 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x294 * x524 / (1 - (1 - numpy.minimum(1, x523)) ** gockpt_steps) + x525)
-    del x294
-    checkpoint_stall_s = x518 + x520 + x522 + x526
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x518 + 2 * x520 + 2 * x522 + 2 * x526))
-    x527 = ckpt_async * x519
-    x528 = system_mtbf_s ** (-1.0)
-    x529 = checkpoint_stall_s * x528
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x524 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x525))) / numpy.log(1 - numpy.minimum(0.999999999999, x523))))) - 1) + 1
-    del x523, x524, x525
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x519) + x527), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x518 + 1 / 2 * x520 + 1 / 2 * x522 + 1 / 2 * x526), -checkpoint_stall_s + young_interval_s * (1 / 6 * x245 * numpy.sqrt(x529) + 1 / 18 * x529 + 1), system_mtbf_s)))
-    del x245, x518, x520, x522, x526
-    commit_latency_s = ckpt_gockpt * (step_time_s + x519) + x527
-    del x519, x527
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x521 + failure_restart_s
-    del failure_restart_s, x521
-    x530 = seq_len / critical_batch_tokens
-    steps = tokens * x101 * (global_batch * x530 + 1) / (global_batch * token_efficiency * (reference_batch * x530 + 1))
-    del x101, x530
+    x519 = checkpoint_bytes * x446
+    x520 = x297 * x519
+    x521 = ckpt_async * x520
+    x522 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x523 = ckpt_sync * x522
+    x524 = x321 * x519
+    del x321, x519
+    x525 = ckpt_in_memory * (x520 + x524)
+    del x520
+    x526 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x527 = grad_bytes_per_param * trainable_params * x446
+    del x446
+    x528 = optimizer_s - step_time_s
+    x529 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x297 * x527 / (1 - (1 - numpy.minimum(1, x526)) ** gockpt_steps) + x528)
+    del x297
+    checkpoint_stall_s = x521 + x523 + x525 + x529
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x521 + 2 * x523 + 2 * x525 + 2 * x529))
+    x530 = ckpt_async * x522
+    x531 = system_mtbf_s ** (-1.0)
+    x532 = checkpoint_stall_s * x531
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x527 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x528))) / numpy.log(1 - numpy.minimum(0.999999999999, x526))))) - 1) + 1
+    del x526, x527, x528
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x522) + x530), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x521 + 1 / 2 * x523 + 1 / 2 * x525 + 1 / 2 * x529), -checkpoint_stall_s + young_interval_s * (1 / 6 * x248 * numpy.sqrt(x532) + 1 / 18 * x532 + 1), system_mtbf_s)))
+    del x248, x521, x523, x525, x529
+    commit_latency_s = ckpt_gockpt * (step_time_s + x522) + x530
+    del x522, x530
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x524 + failure_restart_s
+    del failure_restart_s, x524
+    x533 = seq_len / critical_batch_tokens
+    steps = tokens * x101 * (global_batch * x533 + 1) / (global_batch * token_efficiency * (reference_batch * x533 + 1))
+    del x101, x533
     solve_time_s = step_time_s * steps
-    x531 = numpy.exp(commit_latency_s * x528)
-    x532 = numpy.exp(x528 * (checkpoint_interval_s + checkpoint_stall_s))
-    x533 = solve_time_s * x531 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x531 + x533 * (x532 - 1) - 1) * numpy.exp(restart_s * x528)
-    del x531
-    failure_stepping_s = system_mtbf_s * x533 * (x532 - numpy.exp(x529))
-    del x529, x532, x533
+    x534 = numpy.exp(commit_latency_s * x531)
+    x535 = numpy.exp(x531 * (checkpoint_interval_s + checkpoint_stall_s))
+    x536 = solve_time_s * x534 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x534 + x536 * (x535 - 1) - 1) * numpy.exp(restart_s * x531)
+    del x534
+    failure_stepping_s = system_mtbf_s * x536 * (x535 - numpy.exp(x532))
+    del x532, x535, x536
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x534 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x534)
-    x535 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x535 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x535
-    del x535
-    expected_failures = failure_wall_s * x528
-    del x528
+    x537 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x537)
+    x538 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x538 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x538
+    del x538
+    expected_failures = failure_wall_s * x531
+    del x531
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x534
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x537
     del failure_stepping_s
-    x536 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x445 * (cp_comm_s + ep_comm_s + tp_comm_s + x440) + compute_power_fraction * compute_s * x445)
-    del x440, x445
-    x537 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x536)
+    x539 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x448 * (cp_comm_s + ep_comm_s + tp_comm_s + x443) + compute_power_fraction * compute_s * x448)
+    del x443, x448
+    x540 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x539)
     del stepping_s
-    energy_gpu_j = gpus * x537
-    x538 = network_power_per_node_w + node_overhead_power_w
-    x539 = nodes * x538
+    energy_gpu_j = gpus * x540
+    x541 = network_power_per_node_w + node_overhead_power_w
+    x542 = nodes * x541
     del nodes
-    x540 = spare_nodes * (gpus_per_node * idle_power_w + x538) + x539
-    del x538
-    energy_it_j = energy_gpu_j + wall_time_s * x540
+    x543 = spare_nodes * (gpus_per_node * idle_power_w + x541) + x542
+    del x541
+    energy_it_j = energy_gpu_j + wall_time_s * x543
     energy_facility_j = energy_it_j * pue
-    x541 = eval_time_s + rollbacks * x534
-    del x534
-    x542 = pue * (gpu_step_power_w * gpus + x539)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x539) * (-failure_wall_s - x536 - x541) - solve_time_s * x542 - x541 * x542
-    del failure_wall_s, x539, x541, x542
-    x543 = wall_time_s ** (-1.0)
-    gpu_power_w = x537 * x543
+    x544 = eval_time_s + rollbacks * x537
     del x537
-    avg_power_w = energy_facility_j * x543
-    del x543
-    peak_power_w = pue * (gpus * max_power_w + x540)
+    x545 = pue * (gpu_step_power_w * gpus + x542)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x542) * (-failure_wall_s - x539 - x544) - solve_time_s * x545 - x544 * x545
+    del failure_wall_s, x542, x544, x545
+    x546 = wall_time_s ** (-1.0)
+    gpu_power_w = x540 * x546
     del x540
-    x544 = gpus + gpus_per_node * spare_nodes
-    x545 = 0.000277777777777778 * x544
-    gpu_hours = wall_time_s * x545
-    cost_cloud_usd = price_usd_per_gpu_hour * x545 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x536), wall_time_s)
-    del x536, x545
-    x546 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x546 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x544)) / utilisation
+    avg_power_w = energy_facility_j * x546
+    del x546
+    peak_power_w = pue * (gpus * max_power_w + x543)
+    del x543
+    x547 = gpus + gpus_per_node * spare_nodes
+    x548 = 0.000277777777777778 * x547
+    gpu_hours = wall_time_s * x548
+    cost_cloud_usd = price_usd_per_gpu_hour * x548 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x539), wall_time_s)
+    del x539, x548
+    x549 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x549 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x547)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x544 * x546
-    del x544, x546
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x547 * x549
+    del x547, x549
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -295,6 +295,15 @@ def _early_stop(x: dict):
     return x["recompute_early_stop"] * (1 - x["dropout_masks"]) * (1 - x["frozen_base"])
 
 
+def _residual_rebuilt(x: dict):
+    """1 where selective recompute runs a policy that keeps only the tensors it names (JAX
+    checkpoint policies, ``remat_keeps_named_only``) and the norms run again: the
+    post-attention residual, the MLP norm's input, is then rebuilt in the backward from the
+    kept layer input and attention output through the output projection (its GEMM again),
+    where Megatron-Core's ``layernorm`` module keeps it."""
+    return x["remat_keeps_named_only"] * x["selective_option"] * x["recompute_norms"]
+
+
 def flops(x: dict, r: dict) -> dict:
     """Model FLOPs per token (Narayanan counting) and hardware FLOPs (with recompute)."""
     h, s, layers = x["hidden"], x["seq_len"], x["layers"]
@@ -338,12 +347,15 @@ def flops(x: dict, r: dict) -> dict:
         * compute.matmul_forward_flops_per_token(h * x["ffn"])
     # (Megatron-Core's recompute modules mlp and moe: the dense MLPs' and the MoE layers'
     # forward again)
+    # (a named-only policy rebuilding the post-attention residual: each mixer's output
+    # projection again)
     recomputed = (x["full_recompute"] * (fwd - logits_fwd - skipped)
                   + (1 - x["full_recompute"])
                   * (_core_recomputed(x) * core_all + _op_sac(x, r) * layers
                      * compute.matmul_forward_flops_per_token(_op_sac_recomputed_params(x))
                      + x["recompute_mlp"] * _dense_mlp_layers(x) * dense_fwd
-                     + x["recompute_moe"] * x["moe_layers"] * moe_fwd))
+                     + x["recompute_moe"] * x["moe_layers"] * moe_fwd
+                     + _residual_rebuilt(x) * _output_projection_flops(x)))
     # DPO: a frozen reference model's forward over the same sequences
     reference = x["reference_model"] * base_fwd
     return {
@@ -352,6 +364,19 @@ def flops(x: dict, r: dict) -> dict:
         "hardware_flops_per_token": compute.hardware_flops_per_token(fwd, recomputed)
         - frozen_fwd + reference,
     }
+
+
+def _output_projection_flops(x: dict):
+    """Forward FLOPs per token of every layer's mixer output projection: the softmax-
+    attention layers' (heads x value width to h), the linear-attention and Mamba-2 layers'
+    (their value heads to h); the MLP-only layers have none."""
+    h, linear, mamba = x["hidden"], x["linear_attention_layers"], x["mamba_layers"]
+    return (x["layers"] - linear - mamba - x["mixer_free_layers"]) \
+        * compute.matmul_forward_flops_per_token(h * x["heads"] * x["v_head_dim"]) \
+        + linear * compute.matmul_forward_flops_per_token(
+            h * x["linear_value_heads"] * x["linear_head_dim"]) \
+        + mamba * compute.matmul_forward_flops_per_token(
+            h * x["mamba_heads"] * x["mamba_head_dim"])
 
 
 def _moe_forward_flops(x: dict):
@@ -768,7 +793,8 @@ def compute_time(x: dict, r: dict) -> dict:
                                        + share * _moe_act_recomputed(x) * r["t_moe_act"]
                                        + _op_sac(x, r) * op_recompute
                                        + r["dense_share"] * x["recompute_mlp"] * r["t_mlp"]
-                                       + share * x["recompute_moe"] * r["t_moe"])
+                                       + share * x["recompute_moe"] * r["t_moe"]
+                                       + _residual_rebuilt(x) * r["t_proj"])
     # the forward's GEMMs: a frozen base skips their weight-gradient GEMMs in the backward
     # (formulas.finetune); they are the backward's weight part, the chunks of DualPipe's
     # bubble
@@ -1250,7 +1276,9 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
     down_input = r["dense_share"] * (1 - mlp_module) * memory.mlp_activation_bytes(
         s, b, x["ffn"], 1, tp)
     layer_act = layer_act - x["recompute_norms"] * norms \
-        - cached * ((1 - x["recompute_norms"]) * norms + down_input)
+        - cached * ((1 - x["recompute_norms"]) * norms + down_input) \
+        - _residual_rebuilt(x) * block_share(x) * memory.residual_activation_bytes(
+            s, b, h, tp, x["sequence_parallel"])
     kept = layer_act - x["frozen_base"] * _frozen_inputs_not_kept(
         x, (1 - x["recompute_norms"]) * (1 - cached) * norms, (1 - cached) * down_input)
     # op-level selective recompute keeps what its policy saves instead

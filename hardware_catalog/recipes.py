@@ -51,6 +51,8 @@ class Recipe:
     aliases: tuple[str, ...] = ()  # other names users type for it ('bfloat16', 'fp8-delayed')
     wgrad_high_precision: int = 0  # 1: the weight-gradient GEMMs stay in 16-bit (their
     #                                inputs cached in 16-bit; torchao rowwise_with_gw_hp)
+    output_layer_high_precision: int = 0  # 1: the output layer (LM head) stays in 16-bit
+    #                                       whatever the stack converts (a BF16-tail recipe)
 
     @property
     def gemm_flop_share(self) -> float:
@@ -71,7 +73,8 @@ def _row(r: dict) -> Recipe:
                     stack_flag=r["stack_flag"] or "", source=r["source"],
                     as_of=date.fromisoformat(r["as_of"]), estimate=r["estimate"] == "true",
                     note=r["note"], aliases=split(r.get("aliases")),
-                    wgrad_high_precision=int(r.get("wgrad_high_precision") or 0))
+                    wgrad_high_precision=int(r.get("wgrad_high_precision") or 0),
+                    output_layer_high_precision=int(r.get("output_layer_high_precision") or 0))
     if recipe.gemm_precision not in GEMM_PRECISIONS or not set(recipe.requires) <= set(
             GEMM_PRECISIONS):
         raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: unknown precision")
@@ -85,6 +88,9 @@ def _row(r: dict) -> Recipe:
         raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: wgrad_high_precision "
                          "is 0 or 1, and 1 caches 2-byte inputs (the weight gradient reads "
                          "them)")
+    if recipe.output_layer_high_precision not in (0, 1):
+        raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: "
+                         "output_layer_high_precision is 0 or 1")
     if recipe.cast_passes not in (0, 1, 2) or (recipe.cast_passes == 0) != (
             recipe.gemm_precision in ("bf16", "tf32")):
         raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: cast_passes must be 0 for "

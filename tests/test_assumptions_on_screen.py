@@ -175,8 +175,9 @@ def test_a_low_precision_recipe_states_which_gemms_it_runs_low(capsys):
     line = next(li for li in err.splitlines() if "assumed:" in li)
     assert f"precision {said}, network" in line
     out, _ = _run(capsys, *base, "--precision", "nvfp4-bf16-tail", "-f", "json")
-    assert json.loads(out)["assumptions"]["precision"].startswith(
-        "nvfp4-bf16-tail: 85 % of the transformer layers' linear GEMM FLOPs at FP4")
+    assert json.loads(out)["assumptions"]["precision"] == (
+        "nvfp4-bf16-tail: 85 % of the transformer layers' linear GEMM FLOPs at FP4, the rest, "
+        "the attention core and the output layer in BF16")
     out, err = _run(capsys, *base, "-f", "json")
     assert json.loads(out)["assumptions"]["precision"] is None
     assert "precision" not in next(li for li in err.splitlines() if "assumed:" in li)

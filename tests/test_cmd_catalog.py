@@ -223,6 +223,8 @@ def test_list_precisions_names_every_recipe_and_its_split(capsys):
     assert rows["nvfp4-bf16-tail"]["gemm_flop_share"] == pytest.approx(0.85)
     assert rows["fp8-rowwise-gw-hp"]["gemm_flop_share"] == pytest.approx(2 / 3)
     assert "NVIDIA only" in rows["nvfp4"]["runs_on"]
+    assert rows["nvfp4-bf16-tail"]["output_layer"] == "BF16"
+    assert rows["nvfp4"]["output_layer"] == "the stack's"
     assert "int8_training = 1" in rows["int8"]["runs_on"]
     assert "arXiv:2509.25149" in rows["nvfp4-bf16-tail"]["source"]
     code, out, _ = run(capsys, "catalog", "list", "precisions", "-f", "csv")

@@ -529,6 +529,36 @@ def test_torchtitans_partial_nvfp4_split_is_the_nvfp4_recipes_share(cat):
     assert "4x NVIDIA GB200" in row.source
 
 
+def test_the_bf16_tail_recipe_keeps_the_output_layer_in_bf16(cat):
+    """torchtitan converts every Linear under its MXFP8 and NVFP4 converters (empty fqns)
+    but its mixed NVFP4 config names the leading layers only, keeping 'the last
+    _NVFP4_BF16_TAIL_FRACTION of layers (plus the lm_head) in bf16' (pytorch/torchtitan@
+    bcc09297a): ``nvfp4-bf16-tail`` keeps the output layer in BF16 on every stack; the
+    all-layer recipes leave it to the stack (Megatron-Core's is never converted)."""
+    recipes = load_recipes()
+    assert recipes["nvfp4-bf16-tail"].output_layer_high_precision == 1
+    assert {n for n, r in recipes.items() if r.output_layer_high_precision} == {
+        "nvfp4-bf16-tail"}
+
+    def inputs(precision, stack):
+        return base_inputs(cat, RunChoices(model="llama3-8b", hardware="gb200",
+                                           precision=precision, stack=stack))
+
+    assert inputs("nvfp4", "torchtitan-fsdp2-2026")["low_precision_output_layer"] == 1
+    assert inputs("mxfp8", "torchtitan-fsdp2-2026")["low_precision_output_layer"] == 1
+    assert inputs("nvfp4-bf16-tail", "torchtitan-fsdp2-2026")["low_precision_output_layer"] == 0
+    assert inputs("nvfp4", "megatron-core-2025")["low_precision_output_layer"] == 0
+    # the output layer's GEMM at BF16's rate: torchtitan's mixed NVFP4 row (4 GB200,
+    # Llama 3 8B) 6 % slower a step than with an FP4 head
+    run = dict(model="llama3-8b", hardware="gb200", gpus=4, tp=1, pp=1, cp=1, ep=1, vp=1,
+               micro_batch=32, global_batch=128, seq_len=2048, zero=3,
+               precision="nvfp4-bf16-tail", stack="torchtitan-fsdp2-2026",
+               reliability="benchmark")
+    bf16_head = evaluate(**run).iloc[0]
+    fp4_head = evaluate(**run, overrides={"low_precision_output_layer": 1.0}).iloc[0]
+    assert bf16_head["step_time_s"] / fp4_head["step_time_s"] == pytest.approx(1.06, abs=0.01)
+
+
 def test_mxfp8_row_is_the_recipe_blackwells_fp8_efficiency_is_fitted_on(cat):
     """On Blackwell the catalog's FP8 GEMM efficiency is fitted on moe-runs FP8 rows most of
     which ran MXFP8 (29 of 46: Megatron-Bridge and the GB200 guide), every FP8 recipe at the

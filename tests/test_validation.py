@@ -905,6 +905,19 @@ def test_lofo_reads_the_precomputed_values_when_the_key_matches(monkeypatch, tmp
     assert np.allclose(pred[held], [saved[k] for k in keys[held]])
 
 
+def test_the_lofo_key_covers_the_recipes_and_the_input_code():
+    """A recipe or the code that turns choices into inputs changes every prediction the
+    precomputed leave-one-out files hold: their key reads those files (a recipe change
+    once left the files stale under a matching key; the slow fresh-computation tests
+    caught it)."""
+    from planner.analysis import calibration as c
+
+    names = {p.name for p in c.lofo_key_files()}
+    assert {"recipes.csv", "scenario.py", "run_inputs.py", "execution.toml",
+            "independent_runs.csv", "validate.py", "calibration.py"} <= names
+    assert all(p.is_file() for p in c.lofo_key_files())
+
+
 def test_lofo_recomputes_when_the_key_does_not_match(monkeypatch, tmp_path, capsys):
     """A catalog other than the shipped one (a user override) has another key: the values
     are refitted (an estimate and progress on stderr, terminal or not), cached under that

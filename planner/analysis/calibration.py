@@ -368,23 +368,34 @@ PRECOMPUTED = Path(__file__).with_name("_lofo_generated.json")
 _ROOT = Path(__file__).resolve().parents[2]
 
 
+def lofo_key_files() -> list[Path]:
+    """The files besides the catalog's TOML whose bytes a LOFO result depends on: the
+    validation data, the precision recipes, the execution defaults and the code that turns
+    cases and choices into inputs and fits (:func:`lofo_key`)."""
+    data = _ROOT / "hardware_catalog" / "data"
+    inputs = _ROOT / "planner" / "engine" / "inputs"
+    files = sorted(p for folder in (data / "validation", data / "precisions")
+                   for p in folder.rglob("*") if p.is_file())
+    return files + sorted(inputs.glob("*.py")) + [
+        inputs / "execution.toml", _ROOT / "planner" / "engine" / "run" / "run_inputs.py",
+        Path(__file__).resolve(), Path(v.__file__).resolve()]
+
+
 def lofo_key(catalog=None) -> str:
     """Hash of everything a LOFO result depends on.
 
     The catalog as loaded (its version hashes every shipped and user TOML file), the
-    validation data (``hardware_catalog/data/validation``), ``planner/engine/inputs/execution.toml``,
-    the calibration grid and fit datasets, the run model (the generated kernel's hash) and
-    the code that maps cases to inputs and fits (this module and ``validate.py``).
+    validation data (``hardware_catalog/data/validation``), the precision recipes
+    (``hardware_catalog/data/precisions``), ``planner/engine/inputs/execution.toml``, the
+    calibration grid and fit datasets, the run model (the generated kernel's hash) and the
+    code that maps cases and choices to inputs and fits (this module, ``validate.py``,
+    ``planner/engine/inputs`` and ``run_inputs.py``).
     """
     catalog = catalog or load_catalog()
     digest = hashlib.sha256()
     digest.update(f"catalog {catalog.version}\0kernel {kernel_hash()}\0".encode())
     digest.update(repr((sorted(LOFO_GRID.items()), FIT_DATASETS, GROUPED)).encode())
-    files = sorted(p for p in (_ROOT / "hardware_catalog" / "data" / "validation").rglob("*")
-                   if p.is_file())
-    files += [_ROOT / "planner" / "engine" / "inputs" / "execution.toml", Path(__file__).resolve(),
-              Path(v.__file__).resolve()]
-    for path in files:
+    for path in lofo_key_files():
         digest.update(f"{path.relative_to(_ROOT)}\0".encode() + path.read_bytes())
     return digest.hexdigest()[:20]
 

@@ -88,7 +88,8 @@ def _kind(name: str | None) -> str | None:
 
 def recipe_rows(si: bool) -> list[dict]:
     """One row a ``--precision`` recipe: the precision its low-precision GEMMs run at, the
-    share of the GEMM FLOPs there, what it caches and casts, and where it runs."""
+    share of the GEMM FLOPs there, what it caches and casts, the output layer's precision
+    (BF16, or the stack's: ``low_precision_output_layer``) and where it runs."""
     rows = []
     for r in load_recipes().values():
         runs = "; ".join(filter(None, (
@@ -102,7 +103,11 @@ def recipe_rows(si: bool) -> list[dict]:
                      "gemm_flop_share": share if si else f"{100 * share:.0f} %",
                      "gemm_rate_factor": r.gemm_rate_factor,
                      "cached_input_bytes": r.cached_input_bytes,
-                     "cast_passes": r.cast_passes, "runs_on": runs,
+                     "cast_passes": r.cast_passes,
+                     "output_layer": "BF16" if r.output_layer_high_precision
+                     else r.gemm_precision.upper() if r.gemm_precision in ("bf16", "tf32")
+                     else "the stack's",
+                     "runs_on": runs,
                      "estimate": r.estimate, "aliases": ", ".join(r.aliases),
                      "source": r.source})
     return rows

@@ -72,7 +72,8 @@ def precision_text(precision) -> str | None:
     """How a low-precision recipe splits the GEMMs, the default a user may not know
     (None for the 16-bit and TF32 recipes): 'nvfp4: every transformer layer's linear GEMMs
     at FP4, ...' or 'fp8-hpu: 73 % of the transformer layers' linear GEMM FLOPs at FP8,
-    ...' (the output layer's precision is the stack's, ``low_precision_output_layer``)."""
+    ...' (the output layer's precision is the stack's, ``low_precision_output_layer``, but
+    where the recipe keeps it in BF16: 'the rest, the attention core and the output layer')."""
     if not isinstance(precision, str):
         return None
     r = precision_recipe(precision)
@@ -83,10 +84,13 @@ def precision_text(precision) -> str | None:
              f"{100 * r.low_precision_share:.0f} % of the transformer layers' linear GEMM "
              "FLOPs")
     rest = "the attention core" if r.low_precision_share == 1 else "the rest and the attention core"
+    if r.output_layer_high_precision:
+        rest = rest.replace("the rest and", "the rest,") + " and the output layer"
     text = f"{precision}: {share} at {at}, {rest} in BF16"
     if precision in ("fp4", "nvfp4"):  # NVIDIA's accuracy recipe beside the frameworks' one
         tail = 1 - precision_recipe(TAIL_RECIPE).low_precision_share
-        text += f" ({TAIL_RECIPE} keeps the final ~{100 * tail:.0f} % of the layers in BF16)"
+        text += (f" ({TAIL_RECIPE} keeps the final ~{100 * tail:.0f} % of the layers and the "
+                 "output layer in BF16)")
     return text
 
 

@@ -588,6 +588,14 @@ def recipe_gemm_inputs(accelerator, precision: str,
                 quantised_copies=2 - r.wgrad_high_precision)}
 
 
+def output_layer_at_low_precision(precision: str, stack_converts: float) -> float:
+    """1 where the output layer (LM head) runs at the recipe's low precision: the stack
+    converts it (``low_precision_output_layer``) and the recipe does not keep it in 16-bit
+    (``output_layer_high_precision``: NVIDIA's NVFP4 recipe with a BF16 tail keeps the LM
+    head in BF16 with the final layers, as torchtitan's mixed NVFP4 config does)."""
+    return stack_converts * (1 - precision_recipe(precision).output_layer_high_precision)
+
+
 def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, float]:
     """Kernel inputs describing one accelerator in its node and fabric.
 

@@ -26,6 +26,7 @@ from planner.engine.inputs.scenario import (
     execution_defaults,
     hardware_inputs,
     model_inputs,
+    output_layer_at_low_precision,
     reliability_inputs,
     site_inputs,
     stack_for_precision,
@@ -221,6 +222,10 @@ def _read_catalog_inputs(catalog, c: RunChoices) -> dict[str, float]:
                         (f"stack '{software.id}'", stack_inputs(software, acc.id))):
         check(part, where=where)
         x.update(part)
+    # the output layer runs at low precision where the stack converts it and the recipe
+    # does not keep it in 16-bit
+    x["low_precision_output_layer"] = output_layer_at_low_precision(
+        precision, x["low_precision_output_layer"])
     # a part no fused attention kernel runs on (V100) caps the stack's kernel
     cap = getattr(acc, "fused_attention_head_dim_max", None)
     if cap is not None:

@@ -468,19 +468,19 @@ def test_calibration_values_reach_a_recipe_as_the_catalogs_do(cat):
 def test_fp8_rowwise_is_fp8_at_a_lower_gemm_rate(cat):
     r = load_recipes()
     assert r["fp8-rowwise"].gemm_precision == "fp8" and r["fp8-rowwise"].requires == ()
-    assert r["fp8-rowwise"].gemm_rate_factor == pytest.approx(0.75, abs=0.005)
+    assert r["fp8-rowwise"].gemm_rate_factor == pytest.approx(0.73, abs=0.005)
     assert all(r[p].gemm_rate_factor == 1.0 for p in ("fp8", "fp8-cs", "fp8-ds", "fp8-block"))
     x = {p: base_inputs(cat, RunChoices(model="llama3-8b", hardware="h100-sxm", precision=p))
          for p in ("fp8", "fp8-rowwise")}
     assert x["fp8-rowwise"]["gemm_max_efficiency"] == pytest.approx(
-        0.75 * x["fp8"]["gemm_max_efficiency"], rel=1e-9)
+        r["fp8-rowwise"].gemm_rate_factor * x["fp8"]["gemm_max_efficiency"], rel=1e-9)
     assert x["fp8-rowwise"]["peak_flops_per_s"] == x["fp8"]["peak_flops_per_s"]
 
 
 def test_recipe_rate_factor_outside_its_domain_is_refused(tmp_path, monkeypatch):
     import hardware_catalog.recipes as recipes
 
-    text = RECIPES_CSV.read_text().replace("fp8-rowwise,fp8,1,1,0.75,", "fp8-rowwise,fp8,1,1,1.5,")
+    text = RECIPES_CSV.read_text().replace("fp8-rowwise,fp8,1,1,0.73,", "fp8-rowwise,fp8,1,1,1.5,")
     bad = tmp_path / "recipes.csv"
     bad.write_text(text)
     monkeypatch.setattr(recipes, "RECIPES_CSV", bad)
@@ -624,13 +624,16 @@ def test_fp8_cast_time_is_the_casts_bytes_at_the_hbm_rate():
 def test_megatron_core_keeps_the_output_layer_in_bf16_under_fp8(cat):
     """Megatron-Core's output layer is not a Transformer Engine module, so an FP8 recipe
     leaves the vocabulary GEMM at BF16 (stack low_precision_output_layer 0; DeepSeek-V3
-    s3.3.1 keeps its output head in BF16 too); a stack that converts it (torchtitan's
-    float8 converter, the default 1) runs it at the FP8 rate.  Under BF16 the flag changes
-    nothing."""
+    s3.3.1 keeps its output head in BF16 too; torchtitan's 2024-2025 configs filter
+    'output' from the float8 and MX conversion); a stack that converts it (torchtitan
+    2026's converters, the default 1) runs it at the FP8 rate.  Under BF16 the flag
+    changes nothing."""
     assert cat.stack("megatron-core-2025").low_precision_output_layer.value == 0
     assert cat.stack("megatron-bridge-2025").low_precision_output_layer.value == 0  # extends
     assert cat.stack("deepseek-hai-llm-2024").low_precision_output_layer.value == 0
-    assert cat.stack("torchtitan-fsdp2").low_precision_output_layer is None  # default 1
+    assert cat.stack("torchtitan-fsdp2").low_precision_output_layer.value == 0
+    assert cat.stack("torchtitan-fsdp2-eager").low_precision_output_layer.value == 0  # extends
+    assert cat.stack("torchtitan-fsdp2-2026").low_precision_output_layer.value == 1
     run = dict(catalog=cat, model="llama3-8b", hardware="h100-sxm", gpus=8, tp=1, pp=1,
                micro_batch=1, global_batch=64, tokens=1e10, stack="megatron-core-2025")
     fp8_bf16_head = evaluate(**run, precision="fp8").iloc[0]

@@ -122,7 +122,7 @@ def performance_sigmas(spreads: dict[str, Spread], hardware: list[str]
     """``group_sigma`` for :func:`factors`: each accelerator's GEMM-efficiency sigma, the
     entry's own or, where larger, the one its published runs' error implies (their MAPE in
     ``capplan validate``, :func:`planner.analysis.estimates.accelerator_errors`, over
-    :data:`MAE_PER_SIGMA`: MI300X, predicted 20-44 % too fast under torchtitan, ~0.37).
+    :data:`MAE_PER_SIGMA`: MI300X, predicted 19-41 % too fast under torchtitan, ~0.35).
     A chip without runs keeps the entry's sigma; a sigma of 0 turns the draw off."""
     spread = spreads.get(PERFORMANCE_INPUT)
     if spread is None or spread.scope != "hardware" or spread.sigma == 0:

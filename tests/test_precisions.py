@@ -208,9 +208,10 @@ def test_a_stack_left_out_is_one_that_trains_in_the_precision(cat, capsys):
 
 def test_int8_speedup_reproduces_maxtexts_gemma_table(monkeypatch):
     """AQT int8 over BF16 (quantised_speedups.csv: MaxText's Gemma 2B/7B MFU table on TPU
-    v5e-256 and v5p-128, 1.11-1.23x). The int8 recipe's gemm_rate_factor (0.7) is set from
-    these four pairs: mean error within 2 %, each within 6 %. At the int8 peak with the bf16
-    efficiency (factor 1) every pair is predicted at least 12 % too fast: the fit moved it."""
+    v5e-256 and v5p-128, 1.11-1.23x). The int8 recipe's gemm_rate_factor (0.76) is set from
+    these four pairs, the logits matmul in BF16 as MaxText keeps it: mean error within 2 %,
+    each within 6 %. At the int8 peak with the bf16 efficiency (factor 1) the pairs are
+    predicted 5-20 % too fast, 12 % on average: the fit moved it."""
     rows = quantised_speedup_check()
     assert len(rows) == 4
     errors = [r["error"] for r in rows]
@@ -222,7 +223,8 @@ def test_int8_speedup_reproduces_maxtexts_gemma_table(monkeypatch):
                         lambda name: replace(recipe, gemm_rate_factor=1.0) if name == "int8"
                         else precision_recipe(name))
     monkeypatch.setattr(run_inputs, "_CATALOG_INPUTS", {})  # inputs cached with the 0.7
-    assert min(r["error"] for r in quantised_speedup_check()) >= 0.12
+    errors = [r["error"] for r in quantised_speedup_check()]
+    assert min(errors) >= 0.04 and sum(errors) / 4 >= 0.11
 
 # ---- the new parts ----------------------------------------------------------------------------
 

@@ -833,6 +833,9 @@ class SoftwareStack(Entry):
                 q = getattr(own, name)
                 _check(problems, q is None or q.value >= 1,
                        f"on_accelerator.{acc}.{name}.value", "expected >= 1")
+            q = own.memory_reserve_bytes
+            _check(problems, q is None or q.value >= 0,
+                   f"on_accelerator.{acc}.memory_reserve_bytes.value", "expected >= 0")
         _check(problems, self.layer_overhead_s.value >= 0, "layer_overhead_s.value", "expected >= 0")
         _check(problems, self.graph_launch_s.value >= 0, "graph_launch_s.value", "expected >= 0")
         _check(problems, self.cuda_graphs.value in (0, 1, 2), "cuda_graphs.value",
@@ -853,7 +856,7 @@ class SoftwareStack(Entry):
             q = getattr(self, name)
             _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")
         for name in ("moe_layer_overhead_s", "expert_overhead_s", "dp_bucket_min_params",
-                     "dp_bucket_params_per_dp_rank"):
+                     "dp_bucket_params_per_dp_rank", "memory_reserve_bytes"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
         for name in _KERNEL_SIZES:

@@ -309,6 +309,27 @@ def test_a_stack_file_can_extend_another_beside_it(tmp_path, capsys):
     assert parse_file(own, expect_kind="stack", user=True).dispatch_host_sync.value == 0
 
 
+def test_a_negative_memory_reserve_is_refused(tmp_path):
+    """A stack's ``memory_reserve_bytes`` (in general or on one part) is memory the runtime
+    keeps back: a negative value is refused with the field named, not run."""
+    from hardware_catalog.errors import CatalogError
+    from hardware_catalog.loader import parse_file
+
+    stack = tmp_path / "mine.toml"
+    head = 'extends = "maxtext-xla"\nid = "mine"\nname = "m"\n'
+    stack.write_text(head + 'memory_reserve_bytes = { value = -1.0, source = "test" }\n')
+    with pytest.raises(CatalogError, match=r"memory_reserve_bytes.value: expected >= 0"):
+        parse_file(stack, expect_kind="stack", user=True)
+    stack.write_text(head + '[on_accelerator.tpu-v6e]\n'
+                     'memory_reserve_bytes = { value = -5.0, source = "test", '
+                     'as_of = 2026-12-01 }\n')
+    with pytest.raises(CatalogError,
+                       match=r"on_accelerator.tpu-v6e.memory_reserve_bytes.value: expected >= 0"):
+        parse_file(stack, expect_kind="stack", user=True)
+    stack.write_text(head + 'memory_reserve_bytes = { value = 0.0, source = "test" }\n')
+    assert parse_file(stack, expect_kind="stack", user=True).memory_reserve_bytes.value == 0
+
+
 def test_every_stack_field_is_a_model_input_with_a_default_where_optional():
     # STACK_INPUTS is read from the schema: each of its quantities (but the GEMM share) is a
     # run-model input of its name, and an optional one has an execution.toml default

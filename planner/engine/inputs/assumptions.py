@@ -83,9 +83,9 @@ def precision_text(precision) -> str | None:
     share = ("every transformer layer's linear GEMMs" if r.low_precision_share == 1 else
              f"{100 * r.low_precision_share:.0f} % of the transformer layers' linear GEMM "
              "FLOPs")
-    rest = "the attention core" if r.low_precision_share == 1 else "the rest and the attention core"
-    if r.output_layer_high_precision:
-        rest = rest.replace("the rest and", "the rest,") + " and the output layer"
+    bf16 = ["the rest"] * (r.low_precision_share < 1) + ["the attention core"] \
+        + ["the output layer"] * r.output_layer_high_precision
+    rest = ", ".join(bf16[:-1]) + " and " + bf16[-1] if len(bf16) > 1 else bf16[0]
     text = f"{precision}: {share} at {at}, {rest} in BF16"
     if precision in ("fp4", "nvfp4"):  # NVIDIA's accuracy recipe beside the frameworks' one
         tail = 1 - precision_recipe(TAIL_RECIPE).low_precision_share

@@ -367,16 +367,16 @@ def flops(x: dict, r: dict) -> dict:
 
 
 def _output_projection_flops(x: dict):
-    """Forward FLOPs per token of every layer's mixer output projection: the softmax-
-    attention layers' (heads x value width to h), the linear-attention and Mamba-2 layers'
-    (their value heads to h); the MLP-only layers have none."""
-    h, linear, mamba = x["hidden"], x["linear_attention_layers"], x["mamba_layers"]
-    return (x["layers"] - linear - mamba - x["mixer_free_layers"]) \
-        * compute.matmul_forward_flops_per_token(h * x["heads"] * x["v_head_dim"]) \
-        + linear * compute.matmul_forward_flops_per_token(
-            h * x["linear_value_heads"] * x["linear_head_dim"]) \
-        + mamba * compute.matmul_forward_flops_per_token(
-            h * x["mamba_heads"] * x["mamba_head_dim"])
+    """Forward FLOPs per token of every layer's mixer output projection (t_proj's GEMMs,
+    all TP ranks): the softmax-attention, linear-attention and Mamba-2 layers' value widths
+    to h; the MLP-only layers have none."""
+    h_tp = x["hidden"] * x["tp"]
+    return softmax_attention_layers(x) * compute.matmul_forward_flops_per_token(
+        h_tp * _out_width(x)) \
+        + x["linear_attention_layers"] * compute.matmul_forward_flops_per_token(
+            h_tp * _linear_out_width(x)) \
+        + x["mamba_layers"] * compute.matmul_forward_flops_per_token(
+            h_tp * _mamba_out_width(x))
 
 
 def _moe_forward_flops(x: dict):
@@ -554,6 +554,16 @@ def _out_width(x: dict):
     return x["heads"] * x["v_head_dim"] / x["tp"]
 
 
+def _linear_out_width(x: dict):
+    """Inner size of one rank's linear-attention output projection (its value heads)."""
+    return x["linear_value_heads"] * x["linear_head_dim"] / x["tp"]
+
+
+def _mamba_out_width(x: dict):
+    """Inner size of one rank's Mamba-2 output projection (its heads' widths)."""
+    return x["mamba_heads"] * x["mamba_head_dim"] / x["tp"]
+
+
 def attention_times(x: dict, r: dict) -> dict:
     """Forward time of one layer's attention block on one rank, per micro-batch.
 
@@ -571,13 +581,13 @@ def attention_times(x: dict, r: dict) -> dict:
         x, t, share, x["linear_head_dim"], _linear_core_flops(x),
         compute.gated_delta_rule_bytes(t, x["linear_value_heads"], x["linear_head_dim"],
                                        compute.GATED_DELTA_CHUNK, tp, x["bytes_per_element"]))
+    linear_out = _linear_out_width(x)
     linear_in = compute.projection_width(_linear_mixer_params(x), h, tp) \
-        - x["linear_value_heads"] * x["linear_head_dim"] / tp  # the output projection's share
-    linear_out = x["linear_value_heads"] * x["linear_head_dim"] / tp
+        - linear_out  # the output projection's share
     # the Mamba-2 share: its input and output projections (GEMMs), and the SSD scan with
     # the convolution and the gated norm around it (BF16, roofline of its FLOPs and bytes)
     mamba = _mamba_share(x)
-    mamba_in, mamba_out = _mamba_in_width(x), x["mamba_heads"] * x["mamba_head_dim"] / tp
+    mamba_in, mamba_out = _mamba_in_width(x), _mamba_out_width(x)
     mamba_core = _recurrent_core_time(
         x, t, mamba, x["mamba_head_dim"], _ssd_core_flops(x),
         compute.ssd_bytes(t, x["mamba_heads"], x["mamba_head_dim"], x["mamba_state_dim"],
@@ -744,8 +754,7 @@ def cast_times(x: dict, r: dict) -> dict:
     # (the QKV and output-projection GEMMs of softmax and linear attention alike, or a
     # Mamba layer's projections)
     attention, mamba = softmax_share(x) + _linear_share(x), _mamba_share(x)
-    mamba_out = x["mamba_heads"] * x["mamba_head_dim"] / tp
-    inputs = attention * (h + _out_width(x)) + mamba * (h + mamba_out) \
+    inputs = attention * (h + _out_width(x)) + mamba * (h + _mamba_out_width(x)) \
         + r["dense_share"] * dense_in + share * moe_in
     grads = attention * (_qkv_width(x) + h) + mamba * (_mamba_in_width(x) + h) \
         + r["dense_share"] * dense_grad + share * moe_grad

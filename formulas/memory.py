@@ -20,7 +20,7 @@ References
 from __future__ import annotations
 
 from .core import formula
-from .ops import minimum, where
+from .ops import floor, maximum, minimum, where
 
 KORTHIKANTI = "Korthikanti et al. 2022, arXiv:2205.05198"
 ZERO = "Rajbhandari et al. 2020 (ZeRO), arXiv:1910.02054"
@@ -33,7 +33,7 @@ _SYM = {
     "tp": "t", "sequence_parallel": r"\sigma", "selective_recompute": r"\rho",
     "attention_scores_stored": r"\chi", "dropout_masks": r"\delta", "vocab": "V", "pp": "p",
     "microbatches": "m",
-    "virtual_stages": "v",
+    "virtual_stages": "v", "layers": "L", "stage_layers": "l_s",
 }
 
 
@@ -669,6 +669,73 @@ def pipeline_inflight_chunks(pp, virtual_stages, microbatches):
     """
     return minimum(virtual_stages * pp + (pp - 1) * minimum(virtual_stages - 1, 1),
                    microbatches * virtual_stages)
+
+
+MCORE_UNEVEN_SPLIT = ("Megatron-Core TransformerConfig account_for_embedding_in_pipeline_split "
+                      "and num_layers_in_first/last_pipeline_stage (megatron/core/transformer/"
+                      "transformer_config.py, core_r0.12.0): the first and last stages hold "
+                      "the layers the fullest stages do not")
+
+
+@formula(reference=MCORE_SCHEDULE + "; " + MCORE_UNEVEN_SPLIT + "; " + KORTHIKANTI
+         + " s4.2.3",
+         domain={"layers": ">=1", "stage_layers": ">=1", "pp": ">=1", "virtual_stages": ">=1",
+                 "microbatches": ">=1"},
+         symbols=_SYM, result_latex="n_l")
+def pipeline_inflight_layers(layers, stage_layers, pp, virtual_stages, microbatches):
+    """Layer micro-batches whose activations the busiest pipeline rank holds at once.
+
+    Rank r of Megatron-Core's 1F1B schedule holds p - r micro-batches at the peak, and
+    2(p - r - 1) + (v - 1)p + 1 model chunks of them under the interleaved one
+    (:func:`pipeline_inflight_chunks` for r = 0), each chunk l_s / v of its l_s layers.
+    Where the L layers do not split evenly, the first and last stages hold the p l_s - L
+    layers the fullest stages lack (the embedding's and the loss's stage units, or fewer
+    layers on each): the first rank d_0 = floor((p l_s - L) / 2) fewer, while the second
+    rank holds all l_s with one (1F1B) or two (interleaved) chunks fewer in flight, so
+    either can be the busiest.  Llama 3.1 405B (126 layers) on PP 16: the first rank holds
+    16 micro-batches of 7 layers, the second 15 of 8, against 16 of 8 if every rank held
+    the fullest stage's layers.
+
+    Parameters
+    ----------
+    layers : numeric
+        Transformer layers L [1].
+    stage_layers : numeric
+        Layers on the fullest rank l_s [1].
+    pp : numeric
+        Pipeline ranks p [1].
+    virtual_stages : numeric
+        Model chunks per rank v (1: not interleaved) [1].
+    microbatches : numeric
+        Micro-batches per iteration m [1].
+
+    Returns
+    -------
+    numeric
+        Layer micro-batches in flight on the busiest rank [1].
+
+    Examples
+    --------
+    >>> float(pipeline_inflight_layers(126, 8, 16, 1, 64))  # rank 1: 15 x 8
+    120.0
+    >>> float(pipeline_inflight_layers(128, 8, 16, 1, 64))  # even: rank 0, 16 x 8
+    128.0
+    >>> float(pipeline_inflight_layers(126, 8, 16, 4, 64))  # rank 1: 77 chunks of 2
+    154.0
+
+    .. math::
+        n_l = \\max\\left(n_0 \\frac{l_s - d_0}{v},\\; n_1 \\frac{l_s}{v}\\right),\\quad
+        d_0 = \\left\\lfloor \\frac{p l_s - L}{2} \\right\\rfloor,\\quad
+        n_r = \\min(v p + (p - 1) k - r (1 + k),\\; m v),\\ k = \\min(v - 1, 1)
+    """
+    interleaved = minimum(virtual_stages - 1, 1)
+    first = virtual_stages * pp + (pp - 1) * interleaved
+    cap = microbatches * virtual_stages
+    first_chunks = minimum(first, cap)
+    second_chunks = minimum(maximum(first - 1 - interleaved, 0), cap)
+    shortfall = floor((pp * stage_layers - layers) / 2)
+    return maximum(first_chunks * maximum(stage_layers - shortfall, 0),
+                   second_chunks * stage_layers) / virtual_stages
 
 
 @formula(reference="DeepSeek-AI 2024, DeepSeek-V3 Technical Report, arXiv:2412.19437 s3.2.1 "

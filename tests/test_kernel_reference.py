@@ -26,7 +26,11 @@ reproduced the former outputs within 5e-16 and the MoE rows' compute time moved 
 data-parallel overlap (issue 42; the fixture's stacks launch eagerly): the dense rows
 reproduce h4's regenerated fixture within 1e-15 (their step times moved from the former
 outputs by 0.1 % median, at most 15 %).  The element-wise traffic factor by stack (issue
-42) takes its fused value 1 on the fixture (no output moved).  A fixture written before an input existed gives
+42) takes its fused value 1 on the fixture (no output moved).  The outputs were recomputed
+on the same inputs when the busiest pipeline rank under an uneven split is counted
+(formulas.memory.pipeline_inflight_layers, 2026-12-01): only activation_bytes and
+memory_per_gpu_bytes moved, on 69 rows, by -4.7 % and -1.7 % median (at most -16 % and
+-12 %); every other output within 1e-12.  A fixture written before an input existed gives
 that input the value that leaves the model as it was (:data:`SHAPE_NEUTRAL`,
 :data:`LEGACY_EQUIVALENT`).  A deliberate physics change regenerates the fixture
 (``python benchmarks/kernel_reference.py``) in the same commit and says so.

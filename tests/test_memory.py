@@ -273,6 +273,58 @@ def test_inflight_chunks_follow_megatron_core_schedule():
         assert chunks / v == pytest.approx(p * m.interleaved_activation_factor(p, v))
 
 
+def _megatron_rank_layers(layers, p, v):
+    """Layers on each rank under Megatron-Core's split: L + 2 units (the embedding and the
+    loss) when they divide over p v virtual stages, the loss alone (L + 1), else evenly."""
+    stages = p * v
+    for extra in (0, 1, 2):
+        if (layers + extra) % stages == 0:
+            per = (layers + extra) // stages
+            ranks = [v * per] * p
+            if extra:
+                ranks[-1] -= 1
+            if extra == 2:
+                ranks[0] -= 1
+            return ranks
+    return None
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=st.integers(2, 32), v=st.sampled_from([1, 2, 3, 4, 8]), m_=st.integers(1, 256),
+       layers=st.integers(8, 160))
+def test_busiest_rank_holds_the_most_layers(p, v, m_, layers):
+    # rank r holds p - r micro-batches (1F1B) or 2(p - r - 1) + (v - 1)p + 1 chunks
+    # (interleaved) of its own layers, capped at the m v chunks of the iteration; where
+    # Megatron-Core counts the embedding and the loss as stage units the first and last
+    # rank hold one layer fewer
+    ranks = _megatron_rank_layers(layers, p, v)
+    if ranks is None or p * v > layers + 2:
+        return
+    stage_layers = max(ranks)
+    held = [min((p - r) if v == 1 else 2 * (p - r - 1) + (v - 1) * p + 1, m_ * v)
+            * ranks[r] / v for r in range(p)]
+    computed = float(m.pipeline_inflight_layers(layers, stage_layers, p, v, m_))
+    # exact under 1F1B; under interleaving the first rank's embedding chunk is counted at
+    # the rank's mean chunk size, never below what it holds
+    assert computed >= max(held) - 1e-9
+    if v == 1:
+        assert computed == pytest.approx(max(held))
+    # never more than every rank at the fullest stage's layers, equal when even
+    bound = float(m.pipeline_inflight_chunks(p, v, m_)) * stage_layers / v
+    assert computed <= bound + 1e-9
+    if layers % (p * v) == 0:
+        assert computed == pytest.approx(bound)
+
+
+def test_uneven_split_frees_the_first_rank_of_llama_405b():
+    # Llama 3.1 405B, 126 layers, PP 16: 128 units, the first and last ranks 7 layers;
+    # the second rank (15 micro-batches of 8) is the busiest, 120 against 16 x 8 = 128;
+    # PP 8 x VP 8 (NVIDIA's recipe): the second rank's 69 chunks of 2 against 71 of 2
+    assert float(m.pipeline_inflight_layers(126, 8, 16, 1, 64)) == 120.0
+    assert float(m.pipeline_inflight_layers(126, 16, 8, 8, 64)) == 138.0
+    assert float(m.pipeline_inflight_chunks(8, 8, 64)) * 2 == 142.0
+
+
 def test_moe_activation_by_hand():
     # DeepSeek-V3 MoE layer, 4,096 tokens, TP 1: 8 routed pairs a token of
     # c*h (dispatched copy) + f_e*(2*2 + c) (gate, up, down input), one shared expert

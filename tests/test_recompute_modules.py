@@ -30,8 +30,11 @@ def runs():
 
 
 #: The run model's average layer over the fullest stage: 16 layers (ceil(61 / 4)), each
-#: 58/61 MoE, 3/61 dense; the first stage keeps PP = 4 micro-batches in flight (1F1B).
-STAGE, MOE_SHARE, IN_FLIGHT = 16, 58 / 61, 4
+#: 58/61 MoE, 3/61 dense; the first rank, the busiest, keeps PP = 4 micro-batches in flight
+#: (1F1B) of its 15 layers (the uneven split leaves the first and last stages the 3 layers
+#: the fullest lack, the first floor(3 / 2) = 1 of them: 60 layer-micro-batches against
+#: the second rank's 3 x 16 = 48).
+STAGE, MOE_SHARE, IN_FLIGHT = 15, 58 / 61, 4
 
 
 def test_recomputed_dense_mlps_keep_none_of_their_tensors(runs):

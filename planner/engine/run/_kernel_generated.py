@@ -627,223 +627,228 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x436 = cp_comm_mb + ep_comm_mb + x432 + x435
     del x432, x435
     x437 = vp ** (-1.0)
-    x438 = x436 / compute_mb
-    x439 = dualpipe * x433 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x438 + 2 * tp_comm_mb - 3 * weight_grad_mb * x438 + 2 * x431 + 2 * x434) / x436 + x350 * x351 * x433 * x437
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x431, x433, x434, x438
-    bubble_s = microbatches * x436 * x439
+    x438 = x350 * x437
+    del x350
+    x439 = x436 / compute_mb
+    x440 = dualpipe * x433 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x439 + 2 * tp_comm_mb - 3 * weight_grad_mb * x439 + 2 * x431 + 2 * x434) / x436 + x351 * x433 * x438
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x431, x433, x434, x439
+    bubble_s = microbatches * x436 * x440
     del x436
-    x440 = stage_trainable_expert_params / expert_optimizer_shards
-    x441 = stage_trainable_params / optimizer_shards
-    optimizer_s = x139 * (x440 + x441) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x441 = stage_trainable_expert_params / expert_optimizer_shards
+    x442 = stage_trainable_params / optimizer_shards
+    optimizer_s = x139 * (x441 + x442) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x139
-    x442 = microbatches * stage_extra_layers * (compute_mb - x310) * (x439 + 1) / stage_layers
-    del compute_mb, x310, x439
-    x443 = dp_comm_s + pp_comm_s
-    x444 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x443
-    x445 = gpus + 0.474798
-    x446 = gpus ** (-1.0)
-    x447 = x445 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x444 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x444 * numpy.maximum(0, -x248 * erfinv(1.71458910109456 * x446 * x447 * (0.0686881539789491 * x447 + 0.112063) - 1 + 1.16023 / x445)) + x442 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x442 + x444)
-    del x442, x445, x447
-    step_time_s = straggler_s + x444
-    del x444
-    x448 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x448
-    x449 = tokens_per_s * x446
-    x450 = model_flops_per_token * x449
-    tflops_per_gpu = 1e-12 * x450
-    mfu = x143 * x450
-    del x450
-    hfu = hardware_flops_per_token * x143 * x449
-    del hardware_flops_per_token, x143, x449
-    x451 = bytes_per_element * x368 * x397
+    x443 = microbatches * stage_extra_layers * (compute_mb - x310) * (x440 + 1) / stage_layers
+    del compute_mb, x310, x440
+    x444 = dp_comm_s + pp_comm_s
+    x445 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x444
+    x446 = gpus + 0.474798
+    x447 = gpus ** (-1.0)
+    x448 = x446 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x445 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x445 * numpy.maximum(0, -x248 * erfinv(1.71458910109456 * x447 * x448 * (0.0686881539789491 * x448 + 0.112063) - 1 + 1.16023 / x446)) + x443 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x443 + x445)
+    del x443, x446, x448
+    step_time_s = straggler_s + x445
+    del x445
+    x449 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x449
+    x450 = tokens_per_s * x447
+    x451 = model_flops_per_token * x450
+    tflops_per_gpu = 1e-12 * x451
+    mfu = x143 * x451
+    del x451
+    hfu = hardware_flops_per_token * x143 * x450
+    del hardware_flops_per_token, x143, x450
+    x452 = bytes_per_element * x368 * x397
     del x368, x397
-    x452 = expert_weight_shards ** (-1.0)
-    x453 = base_weight_bytes_per_param * stage_expert_params
-    x454 = weight_shards ** (-1.0)
-    x455 = frozen_base * (x452 * x453 + x454 * (x420 - x453)) + reference_model * (bytes_per_element * stage_expert_params * x452 + bytes_per_element * x454 * (-stage_expert_params - x283)) + stage_trainable_expert_params * weight_bytes_per_param * x452 + stage_trainable_params * weight_bytes_per_param * x454
-    del stage_expert_params, x283, x420, x452, x453, x454
-    weights_bytes = x451 + x455
-    x456 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x453 = expert_weight_shards ** (-1.0)
+    x454 = base_weight_bytes_per_param * stage_expert_params
+    x455 = weight_shards ** (-1.0)
+    x456 = frozen_base * (x453 * x454 + x455 * (x420 - x454)) + reference_model * (bytes_per_element * stage_expert_params * x453 + bytes_per_element * x455 * (-stage_expert_params - x283)) + stage_trainable_expert_params * weight_bytes_per_param * x453 + stage_trainable_params * weight_bytes_per_param * x455
+    del stage_expert_params, x283, x420, x453, x454, x455
+    weights_bytes = x452 + x456
+    x457 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x451 + x456
-    optimizer_state_bytes = optimizer_bytes_per_param * x440 + optimizer_bytes_per_param * x441
-    del x440, x441
-    x457 = x133 * numpy.minimum(1, offloaded_activation_vectors)
+    grads_bytes = x452 + x457
+    optimizer_state_bytes = optimizer_bytes_per_param * x441 + optimizer_bytes_per_param * x442
+    del x441, x442
+    x458 = x133 * numpy.minimum(1, offloaded_activation_vectors)
     del x133
-    x458 = bytes_per_element * tokens_mb
-    x459 = hidden * x341
-    x460 = 2 * tokens_mb
-    x461 = tokens_mb * x104
-    x462 = x230 * x461
-    x463 = recompute_mlp * x130
-    x464 = tokens_mb * x459
-    x465 = 4 * x464
-    x466 = heads + kv_heads
-    x467 = kv_heads / heads
-    x468 = x41 * x465
-    x469 = tokens_mb * x259
+    x459 = bytes_per_element * tokens_mb
+    x460 = hidden * x341
+    x461 = 2 * tokens_mb
+    x462 = tokens_mb * x104
+    x463 = x230 * x462
+    x464 = recompute_mlp * x130
+    x465 = tokens_mb * x460
+    x466 = 4 * x465
+    x467 = heads + kv_heads
+    x468 = kv_heads / heads
+    x469 = x41 * x466
+    x470 = tokens_mb * x259
     del x259
-    x470 = tokens_mb * x341
-    x471 = dense_share * x230 * (1 - x463)
+    x471 = tokens_mb * x341
+    x472 = dense_share * x230 * (1 - x464)
     del x230
-    x472 = 1 - recompute_norms
-    x473 = cp ** (-2.0)
-    x474 = numpy.maximum(attention_scores_stored, x172)
+    x473 = 1 - recompute_norms
+    x474 = cp ** (-2.0)
+    x475 = numpy.maximum(attention_scores_stored, x172)
     del x172
-    x475 = linear_input_bytes + x104 - 2
+    x476 = linear_input_bytes + x104 - 2
     del x104
-    x476 = experts_per_token * x470 * (etp * linear_input_bytes * x7 + x475 * x70) + x469 * x475
-    del x475, x7, x70
-    x477 = micro_batch * x218 * x473 * x474 * (dropout_masks + 4)
+    x477 = experts_per_token * x471 * (etp * linear_input_bytes * x7 + x476 * x70) + x470 * x476
+    del x476, x7, x70
+    x478 = micro_batch * x218 * x474 * x475 * (dropout_masks + 4)
     del x218
-    x478 = tokens_mb * x13
-    x479 = linear_input_bytes * x41 * x464 * x472
-    del x464
-    x480 = lora_rank * x458 * (lora_down + lora_k + lora_o + lora_q + lora_v + x81) + x132 * x460 * (hidden * x80 + 2 * sequence_parallel * x220 * x316 + x459 + x74 * (x131 + x27 + x30)) + (1 - x132) * (2 * attention_softcap * heads * micro_batch * x217 * x3 * x473 * x474 * x56 * x74 - dense_share * x462 * x463 - frozen_base * (linear_input_bytes * tokens_mb * x471 * (1 - lora_down) + x479 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x479 * (1 - numpy.minimum(1, x81))) - heads * recompute_mla_up_proj * x26 * x460 * x74 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x341 * (2 * dropout_masks + 8) + 2 * linear_attention_layers * micro_batch * seq_len * x0 * x3 * x74 * (linear_key_heads * x156 + 68.0 * linear_value_heads + 5 * x42) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x74 * (5 * x49 + x51) + 2 * micro_batch * seq_len * x0 * x74 * (-x13 * (x467 + 1) + x33 * x466) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x32) - mlp_free_layers * x3 * x462 - moe_share * x301 * x476 + moe_share * (-x462 + x476) - moe_share * (linear_input_bytes * x302 + x256 * (2 - x266)) * (x260 * x470 + x469) - recompute_norms * x468 - x134 * x41 * x459 * x460 - x40 * x465 - x74 * (x167 + 1) * (x33 * x460 * x466 + x477) + x74 * (ffn * x461 + hidden * tokens_mb * (4 * x467 + 2) + x477 + x478) - (1 - 1 / 2 * linear_input_bytes) * (x460 * x471 + x468 * x472))
-    del dense_share, moe_share, x0, x13, x131, x132, x134, x156, x167, x217, x220, x256, x26, x260, x266, x27, x3, x30, x301, x302, x316, x32, x33, x341, x40, x41, x42, x459, x460, x461, x462, x463, x465, x466, x467, x468, x469, x470, x471, x472, x473, x474, x476, x477, x479, x49, x51, x56, x80, x81
-    x481 = x257 * x478
-    del x257, x478
-    x482 = offloaded_activation_vectors * x481
-    x483 = tokens_mb * x258 * x312 + x130 * (x457 * numpy.maximum(x481, x482) + x480 * (1 - x457))
-    del x130, x258, x312, x481
-    x484 = loss_logit_chunks ** (-1.0)
-    x485 = loss_extra_bytes_per_logit * tokens_mb * x261 * x484 + 4 * x356 * (vocab * x147 * x484 + 1)
-    del x147, x261, x356, x484
-    x486 = stage_layers * x437 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x350 * numpy.minimum(x353, pp * vp + x351 * numpy.minimum(1, vp - 1)))
-    del microbatches, x350, x351, x353, x437
-    activation_bytes = linear_value_heads * x157 * x458 * x74 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x224 * numpy.minimum(1, mamba_layers) + x480 * (full_recompute + x457) + x483 * x486 + x485 + x64 * (x483 + x485) - numpy.where(numpy.greater(x486, 2), x486 - 2, 0.0) * numpy.minimum(x482, x483)
-    del tokens_mb, x157, x224, x457, x458, x480, x482, x483, x485, x486, x64, x74
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x451 + x455 + x456
-    del x451, x455, x456
-    x487 = nodes / (rack_mtbf_s * rack_nodes)
-    x488 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x489 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x490 = x487 + x488 + x489
-    system_mtbf_s = x490 ** (-1.0)
-    x491 = node_repair_s * x487
-    x492 = numpy.exp(-x491)
-    x493 = node_repair_s * x488
-    x494 = -spare_nodes
-    x495 = rack_nodes + x494
-    x496 = x491 * x492
-    del x491
-    x497 = 2 * rack_nodes + x494
-    x498 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x492 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x499 = 3 * rack_nodes + x494
-    x500 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x492 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x501 = 4 * rack_nodes + x494
-    x502 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x492 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x503 = 5 * rack_nodes + x494
-    x504 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x492 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x505 = 6 * rack_nodes + x494
-    x506 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x492 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x507 = 7 * rack_nodes + x494
-    x508 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x492 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x509 = 8 * rack_nodes + x494
-    x510 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x492 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x511 = 9 * rack_nodes + x494
-    x512 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x492 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x513 = 10 * rack_nodes + x494
-    x514 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x492 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x515 = 11 * rack_nodes + x494
-    x516 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x492 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x487 * (x492 * poisson_cdf(-x495, x493) + x496 * poisson_cdf(-x497, x493) + x498 * poisson_cdf(-x499, x493) + x500 * poisson_cdf(-x501, x493) + x502 * poisson_cdf(-x503, x493) + x504 * poisson_cdf(-x505, x493) + x506 * poisson_cdf(-x507, x493) + x508 * poisson_cdf(-x509, x493) + x510 * poisson_cdf(-x511, x493) + x512 * poisson_cdf(-x513, x493) + x514 * poisson_cdf(-x515, x493) + x516 * poisson_cdf(-12 * rack_nodes - x494, x493)) + x488 * (x492 * poisson_cdf(spare_nodes - 1, x493) + x496 * poisson_cdf(-x495 - 1, x493) + x498 * poisson_cdf(-x497 - 1, x493) + x500 * poisson_cdf(-x499 - 1, x493) + x502 * poisson_cdf(-x501 - 1, x493) + x504 * poisson_cdf(-x503 - 1, x493) + x506 * poisson_cdf(-x505 - 1, x493) + x508 * poisson_cdf(-x507 - 1, x493) + x510 * poisson_cdf(-x509 - 1, x493) + x512 * poisson_cdf(-x511 - 1, x493) + x514 * poisson_cdf(-x513 - 1, x493) + x516 * poisson_cdf(-x515 - 1, x493)) + x489)
-    del x487, x488, x489, x492, x493, x494, x495, x496, x497, x498, x499, x500, x501, x502, x503, x504, x505, x506, x507, x508, x509, x510, x511, x512, x513, x514, x515, x516
-    x517 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x518 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x490 * (x517 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x490 * (-manual_restart_s + x517 - x518))) + x517 - x518
-    del x490, x517, x518
+    x479 = tokens_mb * x13
+    x480 = linear_input_bytes * x41 * x465 * x473
+    del x465
+    x481 = lora_rank * x459 * (lora_down + lora_k + lora_o + lora_q + lora_v + x81) + x132 * x461 * (hidden * x80 + 2 * sequence_parallel * x220 * x316 + x460 + x74 * (x131 + x27 + x30)) + (1 - x132) * (2 * attention_softcap * heads * micro_batch * x217 * x3 * x474 * x475 * x56 * x74 - dense_share * x463 * x464 - frozen_base * (linear_input_bytes * tokens_mb * x472 * (1 - lora_down) + x480 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x480 * (1 - numpy.minimum(1, x81))) - heads * recompute_mla_up_proj * x26 * x461 * x74 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x341 * (2 * dropout_masks + 8) + 2 * linear_attention_layers * micro_batch * seq_len * x0 * x3 * x74 * (linear_key_heads * x156 + 68.0 * linear_value_heads + 5 * x42) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x74 * (5 * x49 + x51) + 2 * micro_batch * seq_len * x0 * x74 * (-x13 * (x468 + 1) + x33 * x467) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x32) - mlp_free_layers * x3 * x463 - moe_share * x301 * x477 + moe_share * (-x463 + x477) - moe_share * (linear_input_bytes * x302 + x256 * (2 - x266)) * (x260 * x471 + x470) - recompute_norms * x469 - x134 * x41 * x460 * x461 - x40 * x466 - x74 * (x167 + 1) * (x33 * x461 * x467 + x478) + x74 * (ffn * x462 + hidden * tokens_mb * (4 * x468 + 2) + x478 + x479) - (1 - 1 / 2 * linear_input_bytes) * (x461 * x472 + x469 * x473))
+    del dense_share, moe_share, x0, x13, x131, x132, x134, x156, x167, x217, x220, x256, x26, x260, x266, x27, x3, x30, x301, x302, x316, x32, x33, x341, x40, x41, x42, x460, x461, x462, x463, x464, x466, x467, x468, x469, x470, x471, x472, x473, x474, x475, x477, x478, x480, x49, x51, x56, x80, x81
+    x482 = numpy.minimum(1, vp - 1)
+    x483 = pp * vp + x351 * x482
+    del x351
+    x484 = dualpipe * stage_layers * x437 * numpy.minimum(microbatches, pp + 1) + x438 * numpy.maximum(stage_layers * numpy.minimum(x353, numpy.maximum(0, -x482 + x483 - 1)), numpy.maximum(0, stage_layers - numpy.floor(-1 / 2 * layers + 1 / 2 * pp * stage_layers)) * numpy.minimum(x353, x483))
+    del microbatches, x353, x437, x438, x482, x483
+    x485 = x257 * x479
+    del x257, x479
+    x486 = offloaded_activation_vectors * x485
+    x487 = tokens_mb * x258 * x312 + x130 * (x458 * numpy.maximum(x485, x486) + x481 * (1 - x458))
+    del x130, x258, x312, x485
+    x488 = loss_logit_chunks ** (-1.0)
+    x489 = loss_extra_bytes_per_logit * tokens_mb * x261 * x488 + 4 * x356 * (vocab * x147 * x488 + 1)
+    del x147, x261, x356, x488
+    activation_bytes = linear_value_heads * x157 * x459 * x74 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x224 * numpy.minimum(1, mamba_layers) + x481 * (full_recompute + x458) + x484 * x487 + x489 + x64 * (x487 + x489) - numpy.where(numpy.greater(x484, 2), x484 - 2, 0.0) * numpy.minimum(x486, x487)
+    del tokens_mb, x157, x224, x458, x459, x481, x484, x486, x487, x489, x64, x74
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x452 + x456 + x457
+    del x452, x456, x457
+    x490 = nodes / (rack_mtbf_s * rack_nodes)
+    x491 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x492 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x493 = x490 + x491 + x492
+    system_mtbf_s = x493 ** (-1.0)
+    x494 = node_repair_s * x490
+    x495 = numpy.exp(-x494)
+    x496 = node_repair_s * x491
+    x497 = -spare_nodes
+    x498 = rack_nodes + x497
+    x499 = x494 * x495
+    del x494
+    x500 = 2 * rack_nodes + x497
+    x501 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x495 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x502 = 3 * rack_nodes + x497
+    x503 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x495 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x504 = 4 * rack_nodes + x497
+    x505 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x495 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x506 = 5 * rack_nodes + x497
+    x507 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x495 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x508 = 6 * rack_nodes + x497
+    x509 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x495 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x510 = 7 * rack_nodes + x497
+    x511 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x495 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x512 = 8 * rack_nodes + x497
+    x513 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x495 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x514 = 9 * rack_nodes + x497
+    x515 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x495 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x516 = 10 * rack_nodes + x497
+    x517 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x495 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x518 = 11 * rack_nodes + x497
+    x519 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x495 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x490 * (x495 * poisson_cdf(-x498, x496) + x499 * poisson_cdf(-x500, x496) + x501 * poisson_cdf(-x502, x496) + x503 * poisson_cdf(-x504, x496) + x505 * poisson_cdf(-x506, x496) + x507 * poisson_cdf(-x508, x496) + x509 * poisson_cdf(-x510, x496) + x511 * poisson_cdf(-x512, x496) + x513 * poisson_cdf(-x514, x496) + x515 * poisson_cdf(-x516, x496) + x517 * poisson_cdf(-x518, x496) + x519 * poisson_cdf(-12 * rack_nodes - x497, x496)) + x491 * (x495 * poisson_cdf(spare_nodes - 1, x496) + x499 * poisson_cdf(-x498 - 1, x496) + x501 * poisson_cdf(-x500 - 1, x496) + x503 * poisson_cdf(-x502 - 1, x496) + x505 * poisson_cdf(-x504 - 1, x496) + x507 * poisson_cdf(-x506 - 1, x496) + x509 * poisson_cdf(-x508 - 1, x496) + x511 * poisson_cdf(-x510 - 1, x496) + x513 * poisson_cdf(-x512 - 1, x496) + x515 * poisson_cdf(-x514 - 1, x496) + x517 * poisson_cdf(-x516 - 1, x496) + x519 * poisson_cdf(-x518 - 1, x496)) + x492)
+    del x490, x491, x492, x495, x496, x497, x498, x499, x500, x501, x502, x503, x504, x505, x506, x507, x508, x509, x510, x511, x512, x513, x514, x515, x516, x517, x518, x519
+    x520 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x521 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x493 * (x520 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x493 * (-manual_restart_s + x520 - x521))) + x520 - x521
+    del x493, x520, x521
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x519 = checkpoint_bytes * x446
-    x520 = x297 * x519
-    x521 = ckpt_async * x520
-    x522 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x523 = ckpt_sync * x522
-    x524 = x321 * x519
-    del x321, x519
-    x525 = ckpt_in_memory * (x520 + x524)
-    del x520
-    x526 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x527 = grad_bytes_per_param * trainable_params * x446
-    del x446
-    x528 = optimizer_s - step_time_s
-    x529 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x297 * x527 / (1 - (1 - numpy.minimum(1, x526)) ** gockpt_steps) + x528)
+    x522 = checkpoint_bytes * x447
+    x523 = x297 * x522
+    x524 = ckpt_async * x523
+    x525 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x526 = ckpt_sync * x525
+    x527 = x321 * x522
+    del x321, x522
+    x528 = ckpt_in_memory * (x523 + x527)
+    del x523
+    x529 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x530 = grad_bytes_per_param * trainable_params * x447
+    del x447
+    x531 = optimizer_s - step_time_s
+    x532 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x297 * x530 / (1 - (1 - numpy.minimum(1, x529)) ** gockpt_steps) + x531)
     del x297
-    checkpoint_stall_s = x521 + x523 + x525 + x529
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x521 + 2 * x523 + 2 * x525 + 2 * x529))
-    x530 = ckpt_async * x522
-    x531 = system_mtbf_s ** (-1.0)
-    x532 = checkpoint_stall_s * x531
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x527 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x528))) / numpy.log(1 - numpy.minimum(0.999999999999, x526))))) - 1) + 1
-    del x526, x527, x528
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x522) + x530), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x521 + 1 / 2 * x523 + 1 / 2 * x525 + 1 / 2 * x529), -checkpoint_stall_s + young_interval_s * (1 / 6 * x248 * numpy.sqrt(x532) + 1 / 18 * x532 + 1), system_mtbf_s)))
-    del x248, x521, x523, x525, x529
-    commit_latency_s = ckpt_gockpt * (step_time_s + x522) + x530
-    del x522, x530
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x524 + failure_restart_s
-    del failure_restart_s, x524
-    x533 = seq_len / critical_batch_tokens
-    steps = tokens * x101 * (global_batch * x533 + 1) / (global_batch * token_efficiency * (reference_batch * x533 + 1))
-    del x101, x533
+    checkpoint_stall_s = x524 + x526 + x528 + x532
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x524 + 2 * x526 + 2 * x528 + 2 * x532))
+    x533 = ckpt_async * x525
+    x534 = system_mtbf_s ** (-1.0)
+    x535 = checkpoint_stall_s * x534
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x530 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x531))) / numpy.log(1 - numpy.minimum(0.999999999999, x529))))) - 1) + 1
+    del x529, x530, x531
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x525) + x533), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x524 + 1 / 2 * x526 + 1 / 2 * x528 + 1 / 2 * x532), -checkpoint_stall_s + young_interval_s * (1 / 6 * x248 * numpy.sqrt(x535) + 1 / 18 * x535 + 1), system_mtbf_s)))
+    del x248, x524, x526, x528, x532
+    commit_latency_s = ckpt_gockpt * (step_time_s + x525) + x533
+    del x525, x533
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x527 + failure_restart_s
+    del failure_restart_s, x527
+    x536 = seq_len / critical_batch_tokens
+    steps = tokens * x101 * (global_batch * x536 + 1) / (global_batch * token_efficiency * (reference_batch * x536 + 1))
+    del x101, x536
     solve_time_s = step_time_s * steps
-    x534 = numpy.exp(commit_latency_s * x531)
-    x535 = numpy.exp(x531 * (checkpoint_interval_s + checkpoint_stall_s))
-    x536 = solve_time_s * x534 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x534 + x536 * (x535 - 1) - 1) * numpy.exp(restart_s * x531)
-    del x534
-    failure_stepping_s = system_mtbf_s * x536 * (x535 - numpy.exp(x532))
-    del x532, x535, x536
+    x537 = numpy.exp(commit_latency_s * x534)
+    x538 = numpy.exp(x534 * (checkpoint_interval_s + checkpoint_stall_s))
+    x539 = solve_time_s * x537 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x537 + x539 * (x538 - 1) - 1) * numpy.exp(restart_s * x534)
+    del x537
+    failure_stepping_s = system_mtbf_s * x539 * (x538 - numpy.exp(x535))
+    del x535, x538, x539
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x537 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x537)
-    x538 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x538 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x538
-    del x538
-    expected_failures = failure_wall_s * x531
-    del x531
+    x540 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x540)
+    x541 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x541 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x541
+    del x541
+    expected_failures = failure_wall_s * x534
+    del x534
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x537
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x540
     del failure_stepping_s
-    x539 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x448 * (cp_comm_s + ep_comm_s + tp_comm_s + x443) + compute_power_fraction * compute_s * x448)
-    del x443, x448
-    x540 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x539)
+    x542 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x449 * (cp_comm_s + ep_comm_s + tp_comm_s + x444) + compute_power_fraction * compute_s * x449)
+    del x444, x449
+    x543 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x542)
     del stepping_s
-    energy_gpu_j = gpus * x540
-    x541 = network_power_per_node_w + node_overhead_power_w
-    x542 = nodes * x541
+    energy_gpu_j = gpus * x543
+    x544 = network_power_per_node_w + node_overhead_power_w
+    x545 = nodes * x544
     del nodes
-    x543 = spare_nodes * (gpus_per_node * idle_power_w + x541) + x542
-    del x541
-    energy_it_j = energy_gpu_j + wall_time_s * x543
+    x546 = spare_nodes * (gpus_per_node * idle_power_w + x544) + x545
+    del x544
+    energy_it_j = energy_gpu_j + wall_time_s * x546
     energy_facility_j = energy_it_j * pue
-    x544 = eval_time_s + rollbacks * x537
-    del x537
-    x545 = pue * (gpu_step_power_w * gpus + x542)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x542) * (-failure_wall_s - x539 - x544) - solve_time_s * x545 - x544 * x545
-    del failure_wall_s, x542, x544, x545
-    x546 = wall_time_s ** (-1.0)
-    gpu_power_w = x540 * x546
+    x547 = eval_time_s + rollbacks * x540
     del x540
-    avg_power_w = energy_facility_j * x546
-    del x546
-    peak_power_w = pue * (gpus * max_power_w + x543)
+    x548 = pue * (gpu_step_power_w * gpus + x545)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x545) * (-failure_wall_s - x542 - x547) - solve_time_s * x548 - x547 * x548
+    del failure_wall_s, x545, x547, x548
+    x549 = wall_time_s ** (-1.0)
+    gpu_power_w = x543 * x549
     del x543
-    x547 = gpus + gpus_per_node * spare_nodes
-    x548 = 0.000277777777777778 * x547
-    gpu_hours = wall_time_s * x548
-    cost_cloud_usd = price_usd_per_gpu_hour * x548 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x539), wall_time_s)
-    del x539, x548
-    x549 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x549 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x547)) / utilisation
+    avg_power_w = energy_facility_j * x549
+    del x549
+    peak_power_w = pue * (gpus * max_power_w + x546)
+    del x546
+    x550 = gpus + gpus_per_node * spare_nodes
+    x551 = 0.000277777777777778 * x550
+    gpu_hours = wall_time_s * x551
+    cost_cloud_usd = price_usd_per_gpu_hour * x551 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x542), wall_time_s)
+    del x542, x551
+    x552 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x552 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x550)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x547 * x549
-    del x547, x549
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x550 * x552
+    del x550, x552
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

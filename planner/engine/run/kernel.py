@@ -143,7 +143,7 @@ def _with_frees(statements, body, args: set[str], keep_alive: set[str]) -> list:
 
 
 #: numpy calls of the generated kernel and their float counterparts (:func:`float_kernel`)
-_MATH_CALLS = frozenset({"exp", "log", "log1p", "expm1", "sqrt", "ceil"})
+_MATH_CALLS = frozenset({"exp", "log", "log1p", "expm1", "sqrt", "ceil", "floor"})
 _COMPARISONS = {"greater": "Gt", "greater_equal": "GtE", "less": "Lt", "less_equal": "LtE"}
 
 

@@ -1372,13 +1372,14 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
     # MTP modules, with the loss on the last stage: one micro-batch in flight
     mtp_act = _mtp_on_fullest_stage(x) * (
         stored_layer + _output_layer_bytes(x, s, b, h, tp))
-    # layer-micro-batches the first rank holds: v chunks of stage_layers / v layers each,
-    # as many chunk-micro-batches as Megatron-Core's (interleaved) 1F1B schedule keeps, or
-    # DualPipe's p + 1 of one of its two stages (the layers a micro-batch passes)
-    inflight_layers = x["stage_layers"] / x["vp"] * (
-        (1 - x["dualpipe"]) * memory.pipeline_inflight_chunks(x["pp"], x["vp"],
-                                                              r["microbatches"])
-        + x["dualpipe"] * memory.dualpipe_inflight_chunks(x["pp"], r["microbatches"]))
+    # layer-micro-batches the busiest rank holds: as many chunk-micro-batches as
+    # Megatron-Core's (interleaved) 1F1B schedule keeps on the first rank, or on the second
+    # where an uneven split leaves the first fewer layers; or DualPipe's p + 1 of one of its
+    # two stages (the layers a micro-batch passes)
+    inflight_layers = (1 - x["dualpipe"]) * memory.pipeline_inflight_layers(
+        x["layers"], x["stage_layers"], x["pp"], x["vp"], r["microbatches"]) \
+        + x["dualpipe"] * x["stage_layers"] / x["vp"] * memory.dualpipe_inflight_chunks(
+            x["pp"], r["microbatches"])
     # routed experts are sharded over the expert-data-parallel group (parallel folding);
     # the trained weights: all of them, or a frozen base's adapters
     dense, routed = r["stage_trainable_params"], r["stage_trainable_expert_params"]

@@ -408,6 +408,7 @@ from planner.analysis.calibration import (  # noqa: E402,F401 - the calibration'
     LOFO_GRID,
     case_errors,
     fit,
+    gemm_scales,
     leave_one_family_out,
     objective,
     start_values,
@@ -415,9 +416,9 @@ from planner.analysis.calibration import (  # noqa: E402,F401 - the calibration'
 )
 
 
-def toml_float(value: float) -> str:
-    """4 significant digits, always a TOML float (``4.0``, ``9.0e-4``, ``0.575``)."""
-    text = f"{value:.4g}"
+def toml_float(value: float, digits: int = 4) -> str:
+    """``digits`` significant digits, always a TOML float (``4.0``, ``9.0e-4``, ``0.575``)."""
+    text = f"{value:.{digits}g}"
     if "e" in text:
         mantissa, exponent = text.split("e")
         mantissa = mantissa if "." in mantissa else mantissa + ".0"
@@ -425,9 +426,10 @@ def toml_float(value: float) -> str:
     return text if "." in text else text + ".0"
 
 
-def replace_value(path: Path, pattern: str, value: float) -> None:
+def replace_value(path: Path, pattern: str, value: float, digits: int = 4) -> None:
     """Put ``value`` after the single match of ``pattern`` (its group 1) in ``path``."""
-    text, n = re.subn(pattern, rf"\g<1>{toml_float(value)}", path.read_text(), flags=re.M)
+    text, n = re.subn(pattern, rf"\g<1>{toml_float(value, digits)}", path.read_text(),
+                      flags=re.M)
     assert n == 1, (path, pattern)
     path.write_text(text)
 
@@ -443,11 +445,18 @@ def inherits_from_an_owner(path: Path, pattern: str, owners, hw: str) -> bool:
             or inherits_from_an_owner(path.with_name(f"{base}.toml"), pattern, owners, hw))
 
 
-def write_values(values: dict) -> None:
-    """Replace the ``value`` of each fitted entry in place (sources are kept)."""
+def write_values(values: dict, scales: dict | None = None) -> None:
+    """Replace the ``value`` of each fitted entry in place (sources are kept); a
+    generation's GEMM efficiency goes to each part times its share of it (``scales``,
+    default the catalog's :func:`planner.analysis.calibration.gemm_scales`)."""
+    scales = gemm_scales() if scales is None else scales
     data = ROOT / "hardware_catalog" / "data"
-    for (owners, name), value in values.items():
+    for (owners, name), generation_value in values.items():
         for owner in owners:
+            # a part's share of its generation's value, to 6 digits: the generation's value
+            # read back from any part (calibration.start_values) gives the others' again
+            scale = scales.get((owner, name), 1.0)
+            value, digits = generation_value * scale, 4 if scale == 1.0 else 6
             if owner == "*":
                 replace_value(ROOT / "planner" / "engine" / "inputs" / "execution.toml",
                               rf"(\[{name}\]\nvalue = )[^\n]+", value)
@@ -463,7 +472,7 @@ def write_values(values: dict) -> None:
             start = rf"^\[on_accelerator\.{re.escape(hw)}\]\n" if hw else r"\A"
             pattern = rf"({start}(?:(?!\[)[^\n]*\n)*?{name} = \{{ value = )[^,]+"
             if not inherits_from_an_owner(path, pattern, owners, hw):
-                replace_value(path, pattern, value)
+                replace_value(path, pattern, value, digits)
 
 
 def write_derived(catalog) -> list[str]:
@@ -495,7 +504,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     catalog = load_catalog()
     values, _ = fit(catalog, grid=GRIDS[args.grid])
-    pred = v.predict(v.load_cases(), catalog=catalog, params=to_params(values))
+    pred = v.predict(v.load_cases(), catalog=catalog,
+                     params=to_params(values, gemm_scales(catalog)))
     err, label = case_errors(pred)
     fit_rows = pred.fit & pred.predicted.notna()
     for name, e in err.groupby(label):
@@ -526,7 +536,7 @@ def main(argv=None) -> int:
                     print(f"  {split} without {name[:40]:40s} {int(e.notna().sum()):5d} rows "
                           f"MAPE {e.mean():.3f} (fitted on {trained[name]} rows)")
     if args.write:
-        write_values({k: values[k] for k in GRIDS[args.grid]})
+        write_values({k: values[k] for k in GRIDS[args.grid]}, gemm_scales(catalog))
         clear_cache()
         print("re-derived from matmul benchmarks (borrowers such as mi350x and b200's fp4 "
               "follow by hand): " + ", ".join(write_derived(load_catalog())))

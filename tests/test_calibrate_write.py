@@ -35,6 +35,14 @@ def test_every_top_level_grid_entry_is_written_to_the_file_that_holds_it(tmp_pat
 
     values = {key: grid[len(grid) // 2] for key, grid in GRID.items()}
     calibrate.write_values(values)  # each owner's entry found once, else an AssertionError
+    # a generation's GEMM efficiency lands in each part times its share of it (GB200: its
+    # matmul benchmark's share of peak over Blackwell's, transfer.part_scales)
+    accelerators = tmp_path / "hardware_catalog" / "data" / "accelerators"
+    blackwell = next(k for k in values if k[1] == "gemm_max_efficiency" and "gb200" in k[0])
+    gb200 = tomllib.loads((accelerators / "gb200.toml").read_text())
+    assert gb200["gemm_max_efficiency"]["value"] == pytest.approx(
+        values[blackwell] * calibrate.gemm_scales()[("gb200", "gemm_max_efficiency")],
+        rel=1e-3)
     # the autocast GEMM share on Hopper lands in every stack that states it
     share = next(k for k in values if k[1] == "gemm_efficiency_factor")
     for stack in ("llm-foundry-2023", "torchtitan-fsdp2", "deepspeed-zero"):

@@ -139,3 +139,50 @@ def test_benchmark_fields_are_validated(tmp_path, line, message):
     with pytest.raises(CatalogError) as exc:
         parse_file(path)
     assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+# ---- parts of one generation: their own benchmark's share of the generation's --------------
+
+def test_gb200_takes_its_benchmark_share_of_blackwell(cat):
+    # MAMF / peak (stas00/ml-engineering): B200 0.776, B300 0.786 (one rated peak, averaged),
+    # GB200 0.729; the generation's mean 0.764: GB200 0.955 and B200/B300 1.023 of its value
+    scales = transfer.part_scales(cat, calibration.BLACKWELL, "gemm_max_efficiency")
+    mean = (0.7756 + 0.7862 + 0.7288) / 3
+    assert scales["gb200"] == pytest.approx(0.7288 / mean, abs=1e-3)
+    assert scales["b200"] == scales["b300"] == pytest.approx((0.7756 + 0.7862) / 2 / mean,
+                                                             abs=1e-3)
+    assert scales["gb300"] == 1.0  # no benchmark: the generation's value
+    # the shares average to one over the measured parts: the generation's value is kept
+    assert np.mean([scales[a] for a in ("b200", "b300", "gb200")]) == pytest.approx(1.0)
+    # the rated peaks say GB200 / B200 = 1.11; with the shares 1.04, the benchmarks' ratio
+    # (B200's share averaged with B300's)
+    b200, gb200 = cat.accelerator("b200"), cat.accelerator("gb200")
+    rated = gb200.peak_bf16_flops_per_s.value / b200.peak_bf16_flops_per_s.value
+    assert rated == pytest.approx(1.111, abs=1e-3)
+    assert rated * scales["gb200"] / scales["b200"] == pytest.approx(
+        1822.0 / ((1745.0 + 1769.0) / 2), abs=1e-3)
+
+
+def test_one_die_at_one_clock_shares_one_value(cat):
+    # H100 SXM and H200 (the same GH100 at the same clock): one rated peak, one share
+    for field in ("gemm_max_efficiency", "gemm_max_efficiency_fp8"):
+        scales = transfer.part_scales(cat, calibration.HOPPER, field)
+        assert set(scales.values()) == {1.0}
+
+
+@pytest.mark.parametrize("key", [k for k in calibration.GRID if k[1] in transfer.FIELDS.values()
+                                 and not k[0][0].startswith(("stack:", "*"))])
+def test_shipped_parts_follow_their_share(cat, key):
+    """Each part's catalog value is its generation's value times its share (4 significant
+    digits as benchmarks/calibrate.py --write stores them), and start_values -> to_params
+    gives the catalog's values back."""
+    owners, name = key
+    value = calibration.start_values(cat, {key: []})[key]
+    scales = transfer.part_scales(cat, owners, name)
+    params = calibration.to_params({key: value}, calibration.gemm_scales(cat))
+    for acc in owners:
+        shipped = getattr(cat.accelerator(acc), name).value
+        assert shipped == pytest.approx(value * scales[acc], rel=1e-3)
+        param_key = acc if name == "gemm_max_efficiency" else \
+            f"{acc}:{name[len(calibration.PRECISION_SUFFIX):]}"
+        assert params[param_key]["gemm_max_efficiency"] == pytest.approx(shipped, rel=1e-3)

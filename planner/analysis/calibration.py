@@ -46,6 +46,7 @@ from hardware_catalog.private_cache import (
     write_private,
 )
 from hardware_catalog.toml_cache import cache_dir
+from planner.analysis import transfer
 from planner.analysis import validate as v
 from planner.engine.inputs.scenario import execution_defaults, stack_factor
 from planner.engine.run.kernel import kernel_hash
@@ -102,7 +103,7 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
                                       0.75, 0.775, 0.80],
     (HOPPER, "gemm_max_efficiency_fp8"): [0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75,
                                           0.80],
-    (BLACKWELL, "gemm_max_efficiency"): [0.50, 0.55, 0.575, 0.60, 0.65, 0.70, 0.75],
+    (BLACKWELL, "gemm_max_efficiency"): [0.50, 0.55, 0.575, 0.60, 0.65, 0.70, 0.73, 0.75],
     (BLACKWELL, "gemm_max_efficiency_fp8"): [0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70,
                                              0.75],
     (EAGER_STACKS, "layer_overhead_s"): [3e-4, 5e-4, 7e-4, 8e-4, 8.5e-4, 9e-4, 9.5e-4, 1e-3,
@@ -168,9 +169,19 @@ GRIDS = {"all": GRID, "moe-stacks": MOE_STACK_GRID, "fp8": FP8_GRID,
 PRECISION_SUFFIX = "gemm_max_efficiency_"
 
 
+def gemm_scales(catalog=None) -> dict[tuple[str, str], float]:
+    """Each accelerator's share of its generation's calibrated GEMM efficiency (its own
+    matmul benchmark over the generation's: :func:`planner.analysis.transfer.part_scales`),
+    by ``(accelerator id, field)``."""
+    return transfer.key_scales(catalog or load_catalog(), GRID)
+
+
 def start_values(catalog, grid=None) -> dict:
-    """The catalog's current value of every parameter of ``grid`` (default ``GRID``)."""
+    """The catalog's current value of every parameter of ``grid`` (default ``GRID``); a
+    generation's GEMM efficiency is its parts' catalog value over their share of it
+    (:func:`gemm_scales`)."""
     execution = execution_defaults()
+    scales = gemm_scales(catalog)
     out = {}
     for owners, name in grid or GRID:
         first = owners[0]
@@ -183,21 +194,24 @@ def start_values(catalog, grid=None) -> dict:
         else:
             acc = catalog.accelerator(first)
             q = getattr(acc, name, None)
-            out[(owners, name)] = (q or acc.gemm_max_efficiency).value
+            out[(owners, name)] = (q or acc.gemm_max_efficiency).value \
+                / scales.get((first, name), 1.0)
     return out
 
 
-def to_params(values: dict) -> dict:
+def to_params(values: dict, scales: dict | None = None) -> dict:
     """``planner.analysis.validate.predict`` params: per accelerator id (``id:precision``
-    for one precision), ``stack:<id>`` per software stack, "*" for execution terms."""
+    for one precision), ``stack:<id>`` per software stack, "*" for execution terms; a
+    generation's GEMM efficiency times each part's share of it (``scales``, default the
+    shipped catalog's :func:`gemm_scales`)."""
+    scales = gemm_scales() if scales is None else scales
     params: dict[str, dict] = {}
     for (owners, name), value in values.items():
-        for key in owners:
+        for owner in owners:
+            key, name_in = owner, name
             if name.startswith(PRECISION_SUFFIX):
-                key, name_in = f"{key}:{name[len(PRECISION_SUFFIX):]}", "gemm_max_efficiency"
-            else:
-                name_in = name
-            params.setdefault(key, {})[name_in] = float(value)
+                key, name_in = f"{owner}:{name[len(PRECISION_SUFFIX):]}", "gemm_max_efficiency"
+            params.setdefault(key, {})[name_in] = float(value) * scales.get((owner, name), 1.0)
     return params
 
 
@@ -215,7 +229,7 @@ def case_errors(pred):
 
 def objective(cases, catalog, values) -> float:
     """Mean over datasets (grouped datasets: over their groups) of the fit-subset MAPE."""
-    pred = v.predict(cases, catalog=catalog, params=to_params(values))
+    pred = v.predict(cases, catalog=catalog, params=to_params(values, gemm_scales(catalog)))
     err, label = case_errors(pred)
     return float(err.groupby(label).mean().mean())
 
@@ -241,9 +255,10 @@ class Objective:
         self.measured = cases["measured"].to_numpy(float)
         labels, self.label = np.unique(case_labels(cases).to_numpy(str), return_inverse=True)
         self.sets = len(labels)
+        self.scales = gemm_scales(catalog)
 
     def __call__(self, values: dict) -> float:
-        params = to_params(values)
+        params = to_params(values, self.scales)
         predicted = np.full(len(self.measured), np.nan)
         for at, group in self.groups:
             key = (group.name, group.params_read(params))
@@ -355,7 +370,7 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
             moved = {f"{'/'.join(k[0])[:24]}.{k[1]}": round(x, 5) for k, x in values.items()
                      if x != start[k]}
             print(f"  without {name}: {len(held)} rows held out; moved {moved}")
-        pred = v.predict(held, catalog=catalog, params=to_params(values))
+        pred = v.predict(held, catalog=catalog, params=to_params(values, gemm_scales(catalog)))
         out.loc[held.index] = pred["predicted"].to_numpy()
     return out
 

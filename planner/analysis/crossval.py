@@ -183,8 +183,9 @@ def leave_one_out(cases, units: pd.Series, catalog=None, priors=None, memo=None)
         values, _ = c.fit(catalog, verbose=False, rounds=1, cases=train, grid=grid,
                           values=values, memo=memo)
         trained[name] = len(train)
+        params = c.to_params(values, c.gemm_scales(catalog))
         out.loc[held.index] = v.predict(held, catalog=catalog,
-                                        params=c.to_params(values))["predicted"].to_numpy()
+                                        params=params)["predicted"].to_numpy()
     return out, trained
 
 

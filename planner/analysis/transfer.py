@@ -58,6 +58,42 @@ def generation_efficiency(catalog, ids, precision: str) -> float | None:
     return float(np.mean(found)) if found else None
 
 
+def part_scales(catalog, owners, field: str) -> dict[str, float]:
+    """The share of its generation's GEMM efficiency each part of ``owners`` reaches [1].
+
+    A generation's calibrated efficiency is a share of its measured MAMF / peak
+    (:func:`generation_efficiency`); a part with a benchmark of its own reaches that share of
+    its own MAMF / peak, averaged over the generation's measured parts with the same
+    datasheet peak (one die at one clock: H100 SXM and H200 differ in memory only), so it
+    takes the generation's value times that over the generation's mean.  GB200's datasheet
+    peaks are 11 % above B200's (a 2.06 against a 1.86 GHz tensor clock on the same 148
+    SMs) while the benchmark measures 4-5 % (BF16 1,822 against 1,745 TFLOP/s, FP8 3,616
+    against 3,433): its efficiency is 0.95 of Blackwell's, B200's and B300's 1.02.  A part
+    without a benchmark (GB300, H800) takes the generation's value."""
+    precision = precision_of(field)
+    measured = {i: e for i in owners
+                if (e := measured_efficiency(catalog.accelerator(i), precision)) is not None}
+    if not measured:
+        return {i: 1.0 for i in owners}
+    generation = float(np.mean(list(measured.values())))
+
+    def peak(i):
+        return float(getattr(catalog.accelerator(i), f"peak_{precision}_flops_per_s").value)
+
+    return {i: (float(np.mean([e for j, e in measured.items() if peak(j) == peak(i)]))
+                / generation if i in measured else 1.0) for i in owners}
+
+
+def key_scales(catalog, keys) -> dict[tuple[str, str], float]:
+    """For every GEMM-efficiency calibration key of ``keys`` its accelerators own, each
+    ``(accelerator id, field)``'s :func:`part_scales` (other keys: none, a share of 1)."""
+    out = {}
+    for owners, name in keys:
+        if name in FIELDS.values() and not owners[0].startswith(("stack:", "*")):
+            out.update({(i, name): s for i, s in part_scales(catalog, owners, name).items()})
+    return out
+
+
 def measured_by_key(catalog, keys) -> dict:
     """For each calibration key ``(accelerator ids, gemm_max_efficiency[_precision])``, the
     generation's measured MAMF / peak (keys of other parameters or without a measurement

@@ -356,6 +356,7 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
     train_all = train_all[_touched(train_all, grid)]
     out = pd.Series(np.nan, index=cases.index)
     memo: dict = {}  # the refits share the groups they have in common, and their predictions
+    scales = gemm_scales(catalog)
     names = sorted(family.dropna().unique())
     for done, name in enumerate(names):
         held = cases[(family == name) & v.predictable(cases)]
@@ -370,7 +371,7 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
             moved = {f"{'/'.join(k[0])[:24]}.{k[1]}": round(x, 5) for k, x in values.items()
                      if x != start[k]}
             print(f"  without {name}: {len(held)} rows held out; moved {moved}")
-        pred = v.predict(held, catalog=catalog, params=to_params(values, gemm_scales(catalog)))
+        pred = v.predict(held, catalog=catalog, params=to_params(values, scales))
         out.loc[held.index] = pred["predicted"].to_numpy()
     return out
 

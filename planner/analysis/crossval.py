@@ -172,6 +172,7 @@ def leave_one_out(cases, units: pd.Series, catalog=None, priors=None, memo=None)
     train_all = c.fit_cases(cases[cases.dataset.isin(c.FIT_DATASETS)])
     out = pd.Series(np.nan, index=cases.index)
     memo = {} if memo is None else memo
+    scales = c.gemm_scales(catalog)
     trained = {}
     for name in sorted(units.dropna().unique()):
         held = cases[(units == name) & v.predictable(cases)]
@@ -183,9 +184,8 @@ def leave_one_out(cases, units: pd.Series, catalog=None, priors=None, memo=None)
         values, _ = c.fit(catalog, verbose=False, rounds=1, cases=train, grid=grid,
                           values=values, memo=memo)
         trained[name] = len(train)
-        params = c.to_params(values, c.gemm_scales(catalog))
-        out.loc[held.index] = v.predict(held, catalog=catalog,
-                                        params=params)["predicted"].to_numpy()
+        out.loc[held.index] = v.predict(held, catalog=catalog, params=c.to_params(
+            values, scales))["predicted"].to_numpy()
     return out, trained
 
 

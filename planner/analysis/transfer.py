@@ -71,11 +71,11 @@ def part_scales(catalog, owners, field: str) -> dict[str, float]:
     against 3,433): its efficiency is 0.95 of Blackwell's, B200's and B300's 1.02.  A part
     without a benchmark (GB300, H800) takes the generation's value."""
     precision = precision_of(field)
+    generation = generation_efficiency(catalog, owners, precision)
+    if generation is None:
+        return {i: 1.0 for i in owners}
     measured = {i: e for i in owners
                 if (e := measured_efficiency(catalog.accelerator(i), precision)) is not None}
-    if not measured:
-        return {i: 1.0 for i in owners}
-    generation = float(np.mean(list(measured.values())))
 
     def peak(i):
         return float(getattr(catalog.accelerator(i), f"peak_{precision}_flops_per_s").value)
@@ -89,9 +89,15 @@ def key_scales(catalog, keys) -> dict[tuple[str, str], float]:
     ``(accelerator id, field)``'s :func:`part_scales` (other keys: none, a share of 1)."""
     out = {}
     for owners, name in keys:
-        if name in FIELDS.values() and not owners[0].startswith(("stack:", "*")):
+        if _owned_gemm_efficiency(owners, name):
             out.update({(i, name): s for i, s in part_scales(catalog, owners, name).items()})
     return out
+
+
+def _owned_gemm_efficiency(owners, name: str) -> bool:
+    """Whether a calibration key is a GEMM efficiency its accelerators own (not a stack's
+    factor nor an execution term)."""
+    return name in FIELDS.values() and not owners[0].startswith(("stack:", "*"))
 
 
 def measured_by_key(catalog, keys) -> dict:
@@ -100,7 +106,7 @@ def measured_by_key(catalog, keys) -> dict:
     are left out)."""
     out = {}
     for owners, name in keys:
-        if name not in FIELDS.values() or owners[0].startswith(("stack:", "*")):
+        if not _owned_gemm_efficiency(owners, name):
             continue
         measured = generation_efficiency(catalog, owners, precision_of(name))
         if measured is not None:

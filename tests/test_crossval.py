@@ -48,10 +48,10 @@ def test_every_case_has_a_source_and_a_generation(catalog):
     # at least the ten publishers of the shipped data (repositories and papers)
     assert units["loso"].nunique() >= 10
     # every predicted row is on a calibrated generation (an unnamed part is excluded), but
-    # Intel's Gaudi 2 table, AMD's MI355X run report and Google's TPU7x and v6e recipes (held
-    # out: parts of their own, no fit row on them), torchao's MI300X table and Megatron-LM's
-    # 2020 V100 rows
-    held_out_parts = ["gaudi2", "mi300x", "mi355x", "tpu-v7", "tpu-v6e", "v100-32gb"]
+    # Intel's Gaudi 2 table, AMD's MI355X run report and Primus MI325X rows and Google's TPU7x
+    # and v6e recipes (held out: parts of their own, no fit row on them), torchao's MI300X
+    # table and Megatron-LM's 2020 V100 rows
+    held_out_parts = ["gaudi2", "mi300x", "mi325x", "mi355x", "tpu-v7", "tpu-v6e", "v100-32gb"]
     assert set(units["loao"][v.predictable(cases)]) == {"A100", "Hopper", "Blackwell",
                                                         *held_out_parts}
     assert not cases.fit[units["loao"].isin(held_out_parts)].any()
@@ -346,27 +346,31 @@ def test_flashattention2_on_hopper_is_the_published_ratio_not_a_fit(catalog):
 
 
 def test_independent_runs_load_every_row_with_its_reason():
-    """96 rows: 82 predicted (Float8 rowwise as the fp8-rowwise recipe, rowwise_with_gw_hp
+    """102 rows: 84 predicted (Float8 rowwise as the fp8-rowwise recipe, rowwise_with_gw_hp
     as fp8-rowwise-gw-hp; the NVFP4 page's BF16, MXFP8 and partial-NVFP4 rows on the 4
-    GB200 its commit message names); 1 unexpressible (torchtitan's default expert-parallel
-    path beside DeepEP); 13 excluded (Llama 3's unpinned layouts; AMD's dropless-MoE
-    A/B blog, whose absolute throughput its authors call a floor; torchao's power-limited
-    B200 table and the H100 row that set fp8-rowwise's rate factor); throughput per GPU in tokens/s or model TFLOP/s, none
+    GB200 its commit message names; AMD's Primus Llama 3.1 8B FP8 rows on MI325X); 1
+    unexpressible (torchtitan's default expert-parallel path beside DeepEP); 17 excluded
+    (Llama 3's unpinned layouts; AMD's dropless-MoE A/B blog, whose absolute throughput its
+    authors call a floor; torchao's power-limited B200 table and the H100 row that set
+    fp8-rowwise's rate factor; the MI325X Llama 3.1 70B rows, whose recompute the table
+    does not give); throughput per GPU in tokens/s or model TFLOP/s, none
     fitted; 26 of them Google's MaxText recipes on TPU7x and TPU v6e, one NVIDIA's MaxText
     on H100 (JAX-Toolbox)."""
     cases = v.load_cases(["independent-runs"])
-    assert len(cases) == 96
+    assert len(cases) == 102
     assert not cases.fit.any()
     unexpressible, excluded = cases.unexpressible != "", cases.excluded != ""
-    assert unexpressible.sum() == 1 and excluded.sum() == 13 and (unexpressible & excluded).sum() == 0
+    assert unexpressible.sum() == 1 and excluded.sum() == 17 and (unexpressible & excluded).sum() == 0
     assert cases.unexpressible[unexpressible].str.contains("default expert-parallel path").all()
-    assert cases.case_id[excluded].str.match("llama3-405b-|amd2606-dsv3-|torchao-").all()
+    assert cases.case_id[excluded].str.match("llama3-405b-|amd2606-dsv3-|torchao-|primus2601-l31-70b-").all()
+    assert cases.excluded[cases.case_id.str.startswith("primus2601-l31-70b-")].str.contains(
+        "recompute").all()
     assert cases.excluded[cases.case_id.str.startswith("amd2606-dsv3-")].str.contains(
         "The absolute throughput is a floor").all()
     nvfp4_page = cases[cases.case_id.str.startswith("tt-nvfp4doc-")]
     assert (nvfp4_page.hardware == "gb200").all() and set(nvfp4_page.precision) == {
         "bf16", "mxfp8", "nvfp4-bf16-tail"}
-    assert v.predictable(cases).sum() == 82
+    assert v.predictable(cases).sum() == 84
     jax = cases[cases.case_id == "jaxtoolbox-l2-7b-bf16-h100-8"].iloc[0]
     assert (jax.stack, jax.zero, jax.recompute_norms) == ("maxtext-xla", 3, 1)
     assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}

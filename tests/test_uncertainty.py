@@ -50,7 +50,7 @@ def test_an_accelerator_predicted_far_off_on_its_runs_draws_wider(catalog):
     from planner.analysis.uncertainty import MAE_PER_SIGMA, performance_sigmas
 
     spreads = default_spreads()
-    sigma = performance_sigmas(spreads, ["mi300x", "h100-sxm", "mi325x"])["gemm_max_efficiency"]
+    sigma = performance_sigmas(spreads, ["mi300x", "h100-sxm", "mi350x"])["gemm_max_efficiency"]
     assert sigma[0] == pytest.approx(accelerator_errors()["mi300x"]["mape"] / MAE_PER_SIGMA)
     assert 0.3 < sigma[0] < 0.8 and sigma[1] == sigma[2] == spreads["gemm_max_efficiency"].sigma
     off = {**spreads, "gemm_max_efficiency": Spread(0.0, "hardware")}
@@ -62,7 +62,7 @@ def test_an_accelerator_predicted_far_off_on_its_runs_draws_wider(catalog):
         band = run_uncertainty(x, spreads, draws=2000, seed=3, hardware=hardware)["wall_days"]
         return band["p90"] / band["p10"]
 
-    assert width("mi300x") > 1.5 * width("mi325x")
+    assert width("mi300x") > 1.5 * width("mi350x")
 
 
 def test_plan_win_probabilities(catalog):

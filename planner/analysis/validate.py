@@ -106,7 +106,9 @@ FIT_RULES = {
                          "(torchtitan's benchmark tables, its NVFP4 page's BF16 / MXFP8 / NVFP4 "
                          "rows on GB200 and its DeepEP page's Qwen3-30B-A3B "
                          "MoE rows on B200, Trainy's H200 run, the Llama 3 paper, Intel's Gaudi 2 table, "
-                         "AMD's MaxText Llama 3.1 405B runs on MI355X, Google's MaxText recipes "
+                         "AMD's MaxText Llama 3.1 405B runs on MI355X, AMD's Primus (Megatron-LM) Llama 3.1 8B FP8 "
+                         "rows on MI325X (its ROCm performance results as the Primus projection blog "
+                         "prints them), Google's MaxText recipes "
                          "on TPU7x (Ironwood: Llama 3.1 70B/405B, DeepSeek-V3, Qwen3-235B-A22B, gpt-oss-120b) "
                          "and TPU v6e (Trillium: Llama 3.1 8B/70B/405B, GPT-3 175B; "
                          "tpu-recipes), NVIDIA's MaxText Llama 2 7B on H100 (JAX-Toolbox); "
@@ -114,7 +116,8 @@ FIT_RULES = {
                          "fp8-rowwise recipe), torchtitan's default-EP Qwen3 row is "
                          "unexpressible and the Llama 3 rows, whose layout the paper does not "
                          "pin, and AMD's dropless-MoE A/B rows, whose absolute throughput their "
-                         "authors call a floor, excluded"),
+                         "authors call a floor, and the MI325X Llama 3.1 70B rows, whose recompute the table "
+                         "does not give (its two 1-node values are one number printed twice), excluded"),
     "moe-runs": ("every expressible row of the shared file (the MoE stacks' launch times and "
                  "all-to-all overlap are fitted on them); the four gpt-oss-120b rows the project "
                  "appends (MB2511G-01..04) held out; the cross-validated error is "
